@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
             print(f"run_notebooks: no such notebook: {p}", file=sys.stderr)
             return 1
     for p in paths:
-        print(f"executing {p.relative_to(ROOT)} ...", flush=True)
+        print(f"executing {p.name} ...", flush=True)
         seconds = execute(p)
         print(f"  done in {seconds:.1f} s", flush=True)
     return 0

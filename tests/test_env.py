@@ -1,0 +1,78 @@
+"""Tests of tricks_helpers.env: the environment card."""
+
+import re
+
+import pytest
+import torch
+
+from tricks_helpers import env
+
+
+def test_card_has_fixed_lines_in_order():
+    card = env.environment_card()
+    keys = [line.split()[0] for line in card.lines()]
+    assert keys == ["torch", "python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16"]
+    assert str(card).startswith("environment\n")
+
+
+def test_card_reports_this_torch_and_threads():
+    card = env.environment_card()
+    assert torch.__version__.startswith(card.torch_version)
+    assert card.threads == torch.get_num_threads()
+    assert card.device == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_extras_are_sorted_lines():
+    card = env.environment_card(extras={"zlib": "1", "lmdb": "2"})
+    assert [line.split()[0] for line in card.lines()][-2:] == ["lmdb", "zlib"]
+
+
+def test_print_environment_prints_the_card(capsys):
+    card = env.print_environment()
+    assert capsys.readouterr().out.strip() == str(card)
+
+
+def test_cpu_flags_and_model_from_a_file(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse avx512_bf16\n")
+    assert env.cpu_flags(info) == {"fpu", "sse", "avx512_bf16"}
+    assert env.cpu_model(info) == "Test CPU 9000"
+
+
+def test_missing_cpuinfo_gives_empty_flags(tmp_path):
+    assert env.cpu_flags(tmp_path / "absent") == frozenset()
+    assert isinstance(env.cpu_model(tmp_path / "absent"), str)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ({"avx512_bf16"}, r"^native \(avx512_bf16\)$"),
+    ({"amx_bf16", "avx512_bf16"}, r"^native \(avx512_bf16, amx_bf16\)$"),
+    ({"avx2"}, r"^emulated"),
+    (set(), r"^emulated"),
+])
+def test_bf16_support_on_cpu(flags, expected):
+    assert re.search(expected, env.bf16_support("cpu", flags=frozenset(flags)))
+
+
+def test_bf16_support_rejects_other_devices():
+    with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):
+        env.bf16_support("meta")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA answer")
+def test_bf16_support_without_cuda():
+    assert env.bf16_support("cuda") == "not supported (no CUDA device)"
+
+
+def test_sanitize_file_masks_machine_lines_only():
+    from pathlib import Path
+
+    cfg = (Path(__file__).resolve().parent.parent / "nbval_sanitize.cfg").read_text()
+    pairs = re.findall(r"^regex: (.*)$\n^replace: (.*)$", cfg, flags=re.M)
+    text = str(env.environment_card())
+    for regex, repl in pairs:
+        text = re.sub(regex, repl, text)
+    version = torch.__version__.partition("+")[0]
+    assert f"  torch    {version} (build <local>)" in text.splitlines()
+    for key in ("python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16"):
+        assert f"  {key} <machine>" in text.splitlines()
