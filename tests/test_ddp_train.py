@@ -1,0 +1,101 @@
+"""Tests of tricks_helpers.ddp_train: configs, the one-process reference, and a 2-rank gloo run."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from tricks_helpers import ddp_train, launch
+
+TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
+
+
+def test_parse_run_keys_and_types():
+    cfg = ddp_train.parse_run("acc:accum=2,no_sync=0,lr=0.1")
+    assert (cfg.name, cfg.accum, cfg.no_sync, cfg.lr) == ("acc", 2, False, 0.1)
+    assert ddp_train.parse_run("plain") == ddp_train.RunConfig(name="plain")
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("x:speed=3", "bad item 'speed=3'"),
+    ("x:accum", "bad item 'accum'"),
+    ("x:name=y", "bad item 'name=y'"),
+    ("x:no_sync=yes", "no_sync='yes' is not a valid bool"),
+    ("x:accum=two", "accum='two' is not a valid int"),
+    ("bad name", "name must be"),
+    ("x:accum=0", "accum must be an integer >= 1"),
+    ("x:lr=-1", "lr must be > 0"),
+])
+def test_parse_run_errors(spec, match):
+    with pytest.raises(ValueError, match=match):
+        ddp_train.parse_run(spec)
+
+
+def test_steps_per_epoch_checks_accumulation():
+    cfg = ddp_train.RunConfig(samples=64, batch_size=8, accum=2)
+    assert cfg.steps_per_epoch(2) == 4
+    with pytest.raises(ValueError, match="not a positive multiple of accum=3"):
+        ddp_train.RunConfig(samples=64, batch_size=8, accum=3).steps_per_epoch(2)
+    with pytest.raises(ValueError, match="world_size"):
+        ddp_train.train_reference(cfg, 0)
+
+
+def test_dataset_is_fixed_and_indexed():
+    cfg = ddp_train.RunConfig(**TINY)
+    a, b = ddp_train.make_dataset(cfg), ddp_train.make_dataset(cfg)
+    assert torch.equal(a.X, b.X) and torch.equal(a.y, b.y)
+    assert a[5][2] == 5 and len(a) == 64
+    with pytest.raises(ValueError, match="4 inputs but 3 labels"):
+        ddp_train.IndexedDataset(torch.zeros(4, 2), torch.zeros(3))
+
+
+def test_reference_is_deterministic_and_set_epoch_matters():
+    cfg = ddp_train.RunConfig(name="r", **TINY)
+    m1, l1 = ddp_train.train_reference(cfg, 2)
+    m2, l2 = ddp_train.train_reference(cfg, 2)
+    assert l1 == l2 and ddp_train.params_hash(m1) == ddp_train.params_hash(m2)
+    m3, _ = ddp_train.train_reference(ddp_train.RunConfig(name="r", set_epoch=False, **TINY), 2)
+    assert ddp_train.params_hash(m3) != ddp_train.params_hash(m1)
+
+
+def test_load_results_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no results of run 'ddp' for rank 0"):
+        ddp_train.load_results(tmp_path, "ddp", 2)
+
+
+def test_main_refuses_to_run_outside_torchrun(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(SystemExit):
+        ddp_train.main(["--out", str(tmp_path), "--variant", "x"])
+    assert "run me under torchrun" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun launch test on Linux")
+def test_two_rank_gloo_run_matches_one_process(tmp_path):
+    tiny = ",".join(f"{k}={v}" for k, v in TINY.items())
+    launch.run_torchrun("tricks_helpers.ddp_train", [
+        "--out", tmp_path, "--backend", "gloo",
+        "--variant", f"ddp:{tiny}",
+        "--variant", f"acc:{tiny},accum=2,no_sync=1",
+        "--variant", f"stale:{tiny},set_epoch=0",
+    ], module=True, nproc_per_node=2, timeout=180)
+    for name, accum, set_epoch in (("ddp", 1, True), ("acc", 2, True), ("stale", 1, False)):
+        r0, r1 = ddp_train.load_results(tmp_path, name, 2)
+        assert (r0["rank"], r1["rank"], r0["backend"]) == (0, 1, "gloo")
+        assert r0["init_hash"] == r1["init_hash"]            # seeded alike
+        assert r0["final_hash"] == r1["final_hash"]          # replicas stay in sync
+        assert r0["aug_first"] != r1["aug_first"]            # augmentation seeded apart
+        for epoch in range(2):                               # disjoint shards, all samples
+            assert sorted(r0["epoch_orders"][epoch] + r1["epoch_orders"][epoch]) == list(range(64))
+        assert (r0["epoch_orders"][0] == r0["epoch_orders"][1]) == (not set_epoch)
+        assert r0["optimizer_steps"] == 2 * 4 // accum
+        assert r0["allreduce_calls"] == r0["optimizer_steps"]  # one bucket, no_sync between
+        cfg = ddp_train.parse_run(f"{name}:{tiny},accum={accum},set_epoch={int(set_epoch)}")
+        ref, losses = ddp_train.train_reference(cfg, 2)
+        state = torch.load(tmp_path / f"{name}.pt")
+        diff = max((state[k] - v).abs().max().item() for k, v in ref.state_dict().items())
+        assert diff < 1e-5
+        ddp_losses = [(a + b) / 2 for a, b in zip(r0["losses"], r1["losses"])]
+        assert max(abs(a - b) for a, b in zip(ddp_losses, losses)) < 1e-5
