@@ -1,0 +1,116 @@
+"""Tests of tricks_helpers.memory (chapter 05)."""
+
+import pytest
+import torch
+from torch import nn
+
+from tricks_helpers import memory
+
+
+def test_linear_saves_its_input_and_weight_exactly():
+    lin = nn.Linear(8, 4)
+    x = torch.randn(16, 8)
+    # the weight's gradient needs the input (16*8 floats); nothing needs the weight itself
+    assert memory.saved_activation_bytes(lin, x) == 16 * 8 * 4
+    # when the input needs a gradient too, the weight (4*8 floats) is saved as well
+    x.requires_grad_()
+    assert memory.saved_activation_bytes(lin, x) == (16 * 8 + 4 * 8) * 4
+    assert memory.saved_activation_bytes(lin, x, ignore=lin.parameters()) == 16 * 8 * 4
+
+
+def test_report_counts_tensors_storages_and_ignored():
+    lin = nn.Linear(8, 4)
+    rep = memory.saved_tensors_report(lin, torch.randn(2, 8, requires_grad=True),
+                                      ignore=list(lin.parameters()))
+    assert rep.bytes == 2 * 8 * 4
+    assert rep.ignored_bytes == 4 * 8 * 4
+    assert rep.storages == 1
+    assert rep.tensors >= 2
+    assert rep.result.shape == (2, 4)
+    assert "bytes=64" in repr(rep)
+
+
+def test_shared_storage_is_counted_once():
+    x = torch.randn(100, requires_grad=True)
+    # x * x saves x twice (as self and other): one storage
+    assert memory.saved_activation_bytes(lambda t: t * t, x) == 100 * 4
+
+
+def test_a_saved_view_counts_its_whole_storage():
+    x = torch.randn(10, 10, requires_grad=True)
+    base = x * 1.0  # a non-leaf whose storage is 400 bytes
+    assert memory.saved_activation_bytes(lambda: base[:1].exp()) == 40  # exp saves its new 1x10 result
+    assert memory.saved_activation_bytes(lambda: base[:1] * base[:1]) == 400  # view of base
+
+
+def test_nothing_saved_under_no_grad_is_zero_not_an_error():
+    lin = nn.Linear(8, 4)
+    with torch.no_grad():
+        assert memory.saved_activation_bytes(lin, torch.randn(3, 8)) == 0
+    assert memory.saved_activation_bytes(lambda: torch.randn(3) * 2) == 0
+
+
+def test_kwargs_are_passed_and_hooks_are_removed_after_an_error():
+    def f(x, *, scale):
+        return (x * scale).exp()
+    x = torch.randn(5, requires_grad=True)
+    assert memory.saved_activation_bytes(f, x, scale=2.0) == 5 * 4  # exp saves its result
+    with pytest.raises(RuntimeError, match="boom"):
+        memory.saved_activation_bytes(lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+    # no hook left behind: a normal backward still works
+    y = (x * x).sum()
+    y.backward()
+    assert torch.allclose(x.grad, 2 * x.detach())
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        memory.saved_activation_bytes(42)
+    with pytest.raises(TypeError, match="ignore must hold tensors"):
+        memory.saved_activation_bytes(lambda: None, ignore=[1, 2])
+    with pytest.raises(TypeError, match="fn must be callable"):
+        memory.peak_cuda_bytes("not a function")
+    with pytest.raises(ValueError, match="must be a CUDA device"):
+        memory.peak_cuda_bytes(lambda: None, device="cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+def test_peak_cuda_bytes_is_none_without_cuda():
+    assert memory.peak_cuda_bytes(lambda: torch.ones(10)) is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_peak_cuda_bytes_sees_a_temporary_allocation():
+    peak = memory.peak_cuda_bytes(lambda: torch.ones(2**20, device="cuda").sum())
+    assert peak >= 2**22
+
+
+def test_grad_bytes_and_set_to_none():
+    lin = nn.Linear(8, 4)
+    assert memory.grad_bytes(lin) == 0
+    lin(torch.randn(2, 8)).sum().backward()
+    assert memory.grad_bytes(lin) == (8 * 4 + 4) * 4
+    lin.zero_grad(set_to_none=False)
+    assert memory.grad_bytes(lin) == (8 * 4 + 4) * 4
+    lin.zero_grad(set_to_none=True)
+    assert memory.grad_bytes(lin) == 0
+    with pytest.raises(TypeError, match="expected an nn.Module"):
+        memory.grad_bytes(torch.ones(2))
+
+
+def test_tensor_bytes_dedupes_and_validates():
+    a = torch.zeros(10)
+    assert memory.tensor_bytes([a, a[:5], None]) == 40
+    assert memory.tensor_bytes([]) == 0
+    with pytest.raises(TypeError, match="expected tensors or None"):
+        memory.tensor_bytes([a, "x"])
+
+
+def test_fmt_bytes():
+    assert memory.fmt_bytes(0) == "0 B"
+    assert memory.fmt_bytes(1023) == "1,023 B"
+    assert memory.fmt_bytes(2**20) == "1,048,576 B (1.00 MiB)"
+    assert memory.fmt_bytes(3 * 2**30) == "3,221,225,472 B (3.00 GiB)"
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="non-negative int"):
+            memory.fmt_bytes(bad)
