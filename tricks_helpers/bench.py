@@ -54,6 +54,12 @@ def _check_positive_int(name: str, value: int, minimum: int = 1) -> None:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
+def _check_counts(repeats: int, number: int, warmup: int) -> None:
+    _check_positive_int("repeats", repeats)
+    _check_positive_int("number", number)
+    _check_positive_int("warmup", warmup, minimum=0)
+
+
 def fmt_measured(value: float, digits: int = 3) -> str:
     """Format a measured number as ``~value`` (the sanitize file masks ``~<digits>``)."""
     return f"~{value:.{digits}g}"
@@ -129,9 +135,7 @@ def measure(fn: Callable[[], Any], *, repeats: int = 7, number: int = 1, warmup:
     """
     if not callable(fn):
         raise ValueError(f"measure: fn must be callable, got {type(fn).__name__}")
-    _check_positive_int("repeats", repeats)
-    _check_positive_int("number", number)
-    _check_positive_int("warmup", warmup, minimum=0)
+    _check_counts(repeats, number, warmup)
     dev = device_class(device)
     for _ in range(warmup):
         fn()
@@ -209,9 +213,7 @@ def compare(label: str, baseline: Callable[[], Any], trick: Callable[[], Any], *
     for name, fn in (("baseline", baseline), ("trick", trick)):
         if not callable(fn):
             raise ValueError(f"compare: {name} must be callable, got {type(fn).__name__}")
-    _check_positive_int("repeats", repeats)
-    _check_positive_int("number", number)
-    _check_positive_int("warmup", warmup, minimum=0)
+    _check_counts(repeats, number, warmup)
     dev = device_class(device)
     threshold = MIN_SPEEDUP[dev] if threshold is None else float(threshold)
     if threshold <= 1:
