@@ -24,13 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TAG = "colab-setup"
 
 TEMPLATE = '''\
-# Set-up for Colab: install the book's helpers where they are missing, keeping your torch.
-# Where tricks_helpers is already installed (a local checkout, CI) this installs nothing.
+# Colab set-up: installs the book's helpers if they are missing, keeping your torch.
+# A no-op where tricks_helpers is installed (a local checkout, CI).
 import importlib.util, subprocess, sys
+REPO = "{url}"
 if importlib.util.find_spec("tricks_helpers") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
-                    "tricks_helpers[book] @ git+{url}@{branch}"], check=True)
-    print("installed tricks_helpers from {url} (your torch was kept)")
+    pkg = f"tricks_helpers[book] @ git+{{REPO}}@{branch}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", pkg], check=True)
+    print(f"installed tricks_helpers from {{REPO}} (your torch was kept)")
 else:
     print("tricks_helpers is already installed: nothing to install")'''
 

@@ -44,12 +44,17 @@ def toc_pages() -> list[str]:
     return names
 
 
+def plain(markdown_title: str) -> str:
+    """A heading as the browser shows it: without inline-code backticks and bold markers."""
+    return re.sub(r"`|\*\*", "", markdown_title).strip()
+
+
 def source_facts(name: str) -> dict:
     """Title, code cells, outputs and figures the page must show, read from its source."""
     nb_path = ROOT / f"{name}.ipynb"
     if not nb_path.exists():
         text = (ROOT / f"{name}.md").read_text(encoding="utf-8")
-        return {"title": re.search(r"^# (.+)$", text, flags=re.M).group(1).strip(),
+        return {"title": plain(re.search(r"^# (.+)$", text, flags=re.M).group(1)),
                 "code": 0, "outputs": 0, "images": 0}
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     title, code, outputs, images = None, 0, 0, 0
@@ -57,7 +62,7 @@ def source_facts(name: str) -> dict:
         src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell["cell_type"] == "markdown" and title is None:
             m = re.search(r"^# (.+)$", src, flags=re.M)
-            title = m.group(1).strip() if m else None
+            title = plain(m.group(1)) if m else None
         if cell["cell_type"] == "code" and src.strip():
             code += 1
             outputs += bool(cell.get("outputs"))

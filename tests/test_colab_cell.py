@@ -19,8 +19,10 @@ def test_source_comes_from_config(tmp_path):
     cfg = tmp_path / "_config.yml"
     cfg.write_text("repository:\n  url: https://example.org/me/book/\n  branch: dev\n")
     src = colab_cell.cell_source(cfg)
-    assert '"tricks_helpers[book] @ git+https://example.org/me/book@dev"' in src
+    assert 'REPO = "https://example.org/me/book"' in src
+    assert 'pkg = f"tricks_helpers[book] @ git+{REPO}@dev"' in src
     compile(src, "cell", "exec")
+    assert max(len(line) for line in src.splitlines()) <= 88, "keep the cell readable on the page"
 
 
 @pytest.mark.parametrize("text", ["title: x\n", "repository:\n  url: git@host:me/book\n"])
