@@ -1,6 +1,5 @@
 """Tests of scripts/colab_cell.py: the Colab set-up cell, from one configured place."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -8,11 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("colab_cell", ROOT / "scripts" / "colab_cell.py")
-colab_cell = importlib.util.module_from_spec(spec)
-sys.modules["colab_cell"] = colab_cell
-spec.loader.exec_module(colab_cell)
+import colab_cell  # scripts/ is on pytest's pythonpath (pyproject.toml)
 
 
 def test_source_comes_from_config(tmp_path):

@@ -1,17 +1,11 @@
 """Tests of scripts/results_page.py: the generated results page."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("results_page", ROOT / "scripts" / "results_page.py")
-results_page = importlib.util.module_from_spec(spec)
-sys.modules["results_page"] = results_page
-spec.loader.exec_module(results_page)
+import results_page  # scripts/ is on pytest's pythonpath (pyproject.toml)
 
 CARD = ("environment\n  torch    2.13.0 (build cpu)\n  python   3.11.7\n  device   cpu\n"
         "  cpu      Test CPU\n  threads  2\n  cuda     not available\n  cudnn    not available\n"
