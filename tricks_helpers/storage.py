@@ -829,6 +829,13 @@ class _LazyReader:
         return state
 
 
+def _checked_index(owner: str, index: int, length: int) -> int:
+    """``index`` as a position in ``range(length)``; negative indices count from the end."""
+    if not -length <= index < length:
+        raise IndexError(f"{owner}: index {index} out of range for {length} records")
+    return index % length
+
+
 class StoreDataset(Dataset):
     """Map-style dataset over a store: ``ds[i]`` is ``transform(key, value)`` of record ``i``.
 
@@ -858,9 +865,7 @@ class StoreDataset(Dataset):
         return len(self.keys)
 
     def __getitem__(self, index: int) -> Any:
-        if not -len(self) <= index < len(self):
-            raise IndexError(f"StoreDataset: index {index} out of range for {len(self)} records")
-        index = index % len(self)
+        index = _checked_index("StoreDataset", index, len(self))
         reader = self._lazy.reader()
         value = reader.get(index)
         if self.check:
@@ -997,9 +1002,7 @@ class InMemoryStore(Dataset):
         return len(self.keys)
 
     def __getitem__(self, index: int) -> Any:
-        if not -len(self) <= index < len(self):
-            raise IndexError(f"InMemoryStore: index {index} out of range for {len(self)} records")
-        index = index % len(self)
+        index = _checked_index("InMemoryStore", index, len(self))
         value = self.buffer[self.offsets[index]:self.offsets[index + 1]].tobytes()
         return self.transform(self.keys[index], value)
 
