@@ -3,7 +3,15 @@
 import io
 import warnings
 
+import pytest
+
 from tricks_helpers import notebook
+
+
+@pytest.fixture(autouse=True)
+def no_warning_options(monkeypatch):
+    """Each test starts without -W/PYTHONWARNINGS options (the canary runs with some)."""
+    monkeypatch.setattr("sys.warnoptions", [])
 
 
 def test_shown_warnings_prints_category_and_first_line_only():
@@ -43,8 +51,6 @@ def test_shown_warnings_defaults_to_stdout(capsys):
 
 
 def test_error_options_are_honoured(monkeypatch):
-    import pytest
-
     monkeypatch.setattr("sys.warnoptions", ["error::DeprecationWarning", "ignore::UserWarning"])
     with pytest.raises(DeprecationWarning, match="old API"):
         with notebook.shown_warnings(stream=io.StringIO()):
