@@ -76,3 +76,20 @@ def test_sanitize_file_masks_machine_lines_only():
     assert f"  torch    {version} (build <local>)" in text.splitlines()
     for key in ("python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16"):
         assert f"  {key} <machine>" in text.splitlines()
+
+
+def test_native_bf16_follows_env_card():
+    assert env.native_bf16("cpu") == env.bf16_support("cpu").startswith("native")
+    with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):
+        env.native_bf16("meta")
+
+
+def test_autocast_dtypes():
+    assert env.autocast_dtypes("cpu") == [torch.bfloat16]
+    with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):
+        env.autocast_dtypes("meta")
+    if torch.cuda.is_available():
+        assert env.autocast_dtypes("cuda")[0] == torch.float16
+    else:
+        with pytest.raises(ValueError, match="CUDA requested"):
+            env.autocast_dtypes("cuda")

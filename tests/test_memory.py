@@ -114,3 +114,16 @@ def test_fmt_bytes():
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="non-negative int"):
             memory.fmt_bytes(bad)
+
+
+def test_state_dict_bytes_scales_with_parameters():
+    small, big = torch.nn.Linear(10, 10), torch.nn.Linear(100, 100)
+    s, b = memory.state_dict_bytes(small), memory.state_dict_bytes(big)
+    assert b - s > (100 * 100 - 10 * 10) * 4 * 0.9
+    assert memory.state_dict_bytes(big.state_dict()) == b
+    assert memory.state_dict_bytes(big.half()) < b * 0.6
+
+
+def test_state_dict_bytes_errors():
+    with pytest.raises(TypeError, match="expected an nn.Module or a state_dict mapping"):
+        memory.state_dict_bytes([1, 2])

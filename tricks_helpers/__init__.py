@@ -2,22 +2,26 @@
 
 Each submodule has one job and is introduced by one chapter of the book:
 
-- :mod:`tricks_helpers.env`: the environment card every chapter prints (all chapters).
-- :mod:`tricks_helpers.bench`: timing and side-by-side comparisons with verdicts (all chapters).
-- :mod:`tricks_helpers.notebook`: output hygiene for notebooks (warnings without machine paths).
+- :mod:`tricks_helpers.env`: the environment card every chapter prints, bf16 support (all).
+- :mod:`tricks_helpers.bench`: timing, side-by-side comparisons, intervals and verdicts (all).
+- :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
+- :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
+  expected errors in one line (all).
 - :mod:`tricks_helpers.seeding`: seeding, ``seed_worker`` and the worker-seeding audit (01).
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, bitwise checks (02).
+- :mod:`tricks_helpers.training`: the digits data, a deterministic MLP, a seeded step loop,
+  accuracy (02, 04-07, 10).
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
   synthetic image data set (03).
-- :mod:`tricks_helpers.amp`, :mod:`tricks_helpers.models`: mixed-precision plumbing and small
-  deterministic models (04, 05).
-- :mod:`tricks_helpers.memory`: bytes saved for backward, CUDA peak memory (05).
+- :mod:`tricks_helpers.memory`: bytes saved for backward, peak memory, state_dict sizes (05, 07).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
-- :mod:`tricks_helpers.quant`: quantization plumbing: sizes, accuracy (07).
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`: torchrun from a notebook and
   the DDP training script (08).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09).
+
+All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
+``TypeError``, a wrong value ``ValueError``.
 
 Importing this package, or any submodule, changes no global state: no seeding, no
 backend flags, no warnings filters. Import the submodules explicitly, e.g.

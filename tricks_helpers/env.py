@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 __all__ = ["EnvCard", "environment_card", "print_environment", "cpu_model", "cpu_flags",
-           "bf16_support"]
+           "bf16_support", "native_bf16", "autocast_dtypes"]
 
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
@@ -76,6 +76,37 @@ def bf16_support(device: str | torch.device = "cpu", flags: frozenset[str] | Non
     if found:
         return f"native ({', '.join(found)})"
     return "emulated (no avx512_bf16/amx_bf16 on this CPU: bf16 math runs through float32)"
+
+
+def native_bf16(device: str | torch.device = "cpu") -> bool:
+    """True when ``device`` computes bfloat16 natively (see :func:`bf16_support`; chapter 04).
+
+    On a CPU without ``avx512_bf16``/``amx_bf16`` bfloat16 still works, but it is emulated
+    through float32, so autocast to bfloat16 saves memory but not time.
+
+    Raises:
+        ValueError: on a device type other than ``cpu`` or ``cuda``.
+    """
+    return bf16_support(device).startswith("native")
+
+
+def autocast_dtypes(device: str | torch.device = "cpu") -> list[torch.dtype]:
+    """Low-precision dtypes ``torch.autocast`` is worth trying with on ``device`` (chapter 04).
+
+    CPU: ``[torch.bfloat16]`` (float16 autocast exists on CPU but is rarely faster there).
+    CUDA: ``[torch.float16]`` plus ``torch.bfloat16`` where the GPU supports it natively.
+
+    Raises:
+        ValueError: on a device type other than ``cpu`` or ``cuda``, or ``cuda`` without CUDA.
+    """
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return [torch.bfloat16]
+    if kind != "cuda":
+        raise ValueError(f"autocast_dtypes: expected a 'cpu' or 'cuda' device, got {kind!r}")
+    if not torch.cuda.is_available():
+        raise ValueError("autocast_dtypes: CUDA requested but torch.cuda.is_available() is False")
+    return [torch.float16] + ([torch.bfloat16] if native_bf16("cuda") else [])
 
 
 @dataclass(frozen=True)

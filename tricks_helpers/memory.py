@@ -12,7 +12,10 @@ Guarantees:
 - :func:`peak_cuda_bytes` reports the CUDA caching allocator's peak while ``fn`` runs, above
   what was allocated before; it returns ``None`` where CUDA is unavailable (the CPU allocator
   keeps no such statistics), so a chapter can branch on it.
-- :func:`grad_bytes` and :func:`tensor_bytes` add up bytes of tensors you already hold.
+- :func:`grad_bytes` and :func:`tensor_bytes` add up bytes of tensors you already hold;
+- :func:`state_dict_bytes` measures the size a model takes on disk by serialising its
+  ``state_dict`` with ``torch.save`` into memory, so quantized tensors, packed parameters and
+  tensor subclasses count as they would in a checkpoint file (chapters 05, 07).
 
 Importing this module changes no global state: the hooks are installed only inside the call
 and removed on exit, even when ``fn`` raises.
@@ -20,12 +23,14 @@ and removed on exit, even when ``fn`` raises.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+import io
+from typing import Any, Callable, Iterable, Mapping
 
 import torch
+from torch import nn
 
 __all__ = ["saved_activation_bytes", "SavedTensorsReport", "saved_tensors_report",
-           "peak_cuda_bytes", "grad_bytes", "tensor_bytes", "fmt_bytes"]
+           "peak_cuda_bytes", "grad_bytes", "tensor_bytes", "fmt_bytes", "state_dict_bytes"]
 
 
 def _storage_key_and_size(t: torch.Tensor) -> tuple[tuple[Any, ...], int]:
@@ -219,3 +224,28 @@ def fmt_bytes(n: int) -> str:
         if n >= scale:
             return f"{n:,} B ({n / scale:.2f} {unit})"
     return f"{n:,} B"
+
+
+def state_dict_bytes(obj: nn.Module | Mapping[str, object]) -> int:
+    """Bytes of ``torch.save(state_dict)`` for a module or a state_dict.
+
+    Args:
+        obj: an ``nn.Module`` (its ``state_dict()`` is saved) or a state_dict mapping.
+
+    Returns:
+        The number of bytes ``torch.save`` writes (to an in-memory buffer). Deterministic
+        for a given state_dict and torch version.
+
+    Raises:
+        TypeError: when ``obj`` is neither a module nor a mapping.
+    """
+    if isinstance(obj, nn.Module):
+        state = obj.state_dict()
+    elif isinstance(obj, Mapping):
+        state = obj
+    else:
+        raise TypeError(f"state_dict_bytes: expected an nn.Module or a state_dict mapping, "
+                        f"got {type(obj).__name__}")
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return buf.tell()
