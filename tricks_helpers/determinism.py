@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import torch
 
+from tricks_helpers._checks import check_bool, check_callable, check_choice, check_type
+
 __all__ = [
     "CUBLAS_WORKSPACE_CONFIG", "DeterminismSettings", "current_settings", "enable_determinism",
     "restore_settings", "deterministic", "RNGState", "snapshot_rng", "restore_rng",
@@ -67,8 +69,7 @@ def restore_settings(settings: DeterminismSettings) -> None:
     Raises:
         TypeError: if ``settings`` is not a :class:`DeterminismSettings`.
     """
-    if not isinstance(settings, DeterminismSettings):
-        raise TypeError(f"restore_settings: expected DeterminismSettings, got {type(settings).__name__}")
+    check_type("restore_settings", "settings", settings, DeterminismSettings)
     torch.use_deterministic_algorithms(settings.deterministic_algorithms,
                                        warn_only=settings.warn_only)
     torch.backends.cudnn.deterministic = settings.cudnn_deterministic
@@ -80,7 +81,8 @@ def restore_settings(settings: DeterminismSettings) -> None:
 
 
 def enable_determinism(*, warn_only: bool = False,
-                       cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG) -> DeterminismSettings:
+                       cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
+                       ) -> DeterminismSettings:
     """Turn on full determinism and return the settings it replaced.
 
     Sets ``torch.use_deterministic_algorithms(True, warn_only=warn_only)`` (ops without a
@@ -98,23 +100,23 @@ def enable_determinism(*, warn_only: bool = False,
         The previous :class:`DeterminismSettings`, for :func:`restore_settings`.
 
     Raises:
-        ValueError: on an unknown ``cublas_workspace_config`` or a non-bool ``warn_only``.
+        TypeError: on a non-bool ``warn_only`` or a non-string ``cublas_workspace_config``.
+        ValueError: on an unknown ``cublas_workspace_config``.
         RuntimeError: if CUDA is already initialised and ``CUBLAS_WORKSPACE_CONFIG`` is not
             set to a deterministic value: the variable is read once, when cuBLAS is first set
             up, so setting it now may not take effect. Set it (or call this) before any CUDA
             work.
     """
-    if not isinstance(warn_only, bool):
-        raise ValueError(f"enable_determinism: warn_only must be a bool, got {warn_only!r}")
-    if cublas_workspace_config not in _CUBLAS_OK:
-        raise ValueError(f"enable_determinism: cublas_workspace_config must be one of {_CUBLAS_OK}, "
-                         f"got {cublas_workspace_config!r}")
+    check_bool("enable_determinism", "warn_only", warn_only)
+    check_type("enable_determinism", "cublas_workspace_config", cublas_workspace_config, str)
+    check_choice("enable_determinism", "cublas_workspace_config", cublas_workspace_config,
+                 _CUBLAS_OK)
     previous = current_settings()
     if previous.cublas_workspace_config not in _CUBLAS_OK and torch.cuda.is_initialized():
         raise RuntimeError(
             "enable_determinism: CUDA is already initialised but CUBLAS_WORKSPACE_CONFIG is "
-            f"{previous.cublas_workspace_config!r}; it is read once, when cuBLAS is first set up, so "
-            "setting it now may not take effect. Call enable_determinism() (or export "
+            f"{previous.cublas_workspace_config!r}; it is read once, when cuBLAS is first set up, "
+            "so setting it now may not take effect. Call enable_determinism() (or export "
             f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) before the first CUDA operation.")
     if previous.cublas_workspace_config not in _CUBLAS_OK:
         os.environ[_ENV] = cublas_workspace_config
@@ -126,13 +128,15 @@ def enable_determinism(*, warn_only: bool = False,
 
 @contextlib.contextmanager
 def deterministic(*, warn_only: bool = False,
-                  cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG) -> Iterator[DeterminismSettings]:
+                  cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
+                  ) -> Iterator[DeterminismSettings]:
     """Context manager: :func:`enable_determinism` on entry, :func:`restore_settings` on exit.
 
     Yields:
         The settings in force before the block (they are restored even if the block raises).
     """
-    previous = enable_determinism(warn_only=warn_only, cublas_workspace_config=cublas_workspace_config)
+    previous = enable_determinism(warn_only=warn_only,
+                                  cublas_workspace_config=cublas_workspace_config)
     try:
         yield previous
     finally:
@@ -169,8 +173,7 @@ def restore_rng(state: RNGState) -> None:
         TypeError: if ``state`` is not an :class:`RNGState`.
         ValueError: if it holds a different number of CUDA devices than this process sees.
     """
-    if not isinstance(state, RNGState):
-        raise TypeError(f"restore_rng: expected an RNGState, got {type(state).__name__}")
+    check_type("restore_rng", "state", state, RNGState)
     n_cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if len(state.cuda) != n_cuda:
         raise ValueError(f"restore_rng: the snapshot holds {len(state.cuda)} CUDA device state(s) "
@@ -196,21 +199,68 @@ def preserved_rng() -> Iterator[RNGState]:
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    flat = t.detach().cpu().contiguous().reshape(-1)
+    flat = t.detach().resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
     if flat.dtype == torch.bool:
         return flat.to(torch.uint8).reshape(-1, 1)
-    return flat.view(torch.uint8).reshape(flat.numel(), -1) if flat.numel() else flat.view(torch.uint8)
+    if not flat.numel():
+        return flat.view(torch.uint8)
+    return flat.view(torch.uint8).reshape(flat.numel(), -1)
+
+
+def _float_bits_differ(x: float, y: float) -> bool:
+    return np.float64(x).tobytes() != np.float64(y).tobytes()
+
+
+def _quantized_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
+    """Quantized tensors: same scheme and parameters, then the integers bit for bit.
+
+    Their storage cannot be viewed as bytes (``view(torch.uint8)`` crashes the process on
+    torch 2.13), so the integer representation (``int_repr()``) is compared instead.
+    """
+    scheme = a.qscheme()
+    if scheme != b.qscheme():
+        return f"qscheme {scheme} vs {b.qscheme()}"
+    if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+        if _float_bits_differ(a.q_scale(), b.q_scale()):
+            return f"scale {a.q_scale()!r} vs {b.q_scale()!r}"
+        if a.q_zero_point() != b.q_zero_point():
+            return f"zero_point {a.q_zero_point()} vs {b.q_zero_point()}"
+    else:  # per-channel schemes
+        if a.q_per_channel_axis() != b.q_per_channel_axis():
+            return f"axis {a.q_per_channel_axis()} vs {b.q_per_channel_axis()}"
+        for name, x, y in (("scales", a.q_per_channel_scales(), b.q_per_channel_scales()),
+                           ("zero_points", a.q_per_channel_zero_points(),
+                            b.q_per_channel_zero_points())):
+            detail = _tensor_difference(x, y)
+            if detail is not None:
+                return f"{name}: {detail}"
+    detail = _tensor_difference(a.int_repr(), b.int_repr())
+    return None if detail is None else f"int_repr: {detail}"
+
+
+def _item(t: torch.Tensor, i: int) -> Any:
+    try:
+        return t.detach().cpu().reshape(-1)[i].item()
+    except (RuntimeError, TypeError):  # dtypes without a Python scalar (e.g. float4_e2m1fn_x2)
+        return "<no scalar>"
 
 
 def _tensor_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
-    if a.layout != torch.strided or b.layout != torch.strided:
-        raise TypeError("assert_bitwise_equal: only dense (strided) tensors are supported")
+    for t in (a, b):
+        if t.layout != torch.strided or t.is_nested or t.is_mkldnn:
+            raise TypeError("first_difference: only dense (strided) tensors are supported, "
+                            f"got layout {t.layout}{' (nested)' if t.is_nested else ''}")
+        if t.is_meta:
+            raise TypeError("first_difference: meta tensors hold no data to compare; "
+                            "compare their shape and dtype instead")
     if a.dtype != b.dtype:
         return f"dtype {a.dtype} vs {b.dtype}"
     if a.shape != b.shape:
         return f"shape {tuple(a.shape)} vs {tuple(b.shape)}"
     if a.device != b.device:
         return f"device {a.device} vs {b.device}"
+    if a.is_quantized:  # b too: same dtype
+        return _quantized_difference(a, b)
     if a.numel() == 0:
         return None
     differ = (_bits(a) != _bits(b)).any(dim=1)
@@ -219,7 +269,7 @@ def _tensor_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
         return None
     first = int(differ.nonzero()[0, 0])
     index = tuple(int(i) for i in np.unravel_index(first, tuple(a.shape))) if a.dim() else ()
-    av, bv = a.detach().cpu().reshape(-1)[first].item(), b.detach().cpu().reshape(-1)[first].item()
+    av, bv = _item(a, first), _item(b, first)
     detail = f"{n} of {a.numel()} elements differ bitwise, first at index {index}: {av!r} vs {bv!r}"
     if a.is_floating_point():
         diff = (a.detach().cpu().double() - b.detach().cpu().double()).abs()
@@ -232,8 +282,13 @@ def _array_difference(a: np.ndarray, b: np.ndarray) -> str | None:
         return f"dtype {a.dtype} vs {b.dtype}"
     if a.shape != b.shape:
         return f"shape {a.shape} vs {b.shape}"
-    if a.dtype.hasobject:
-        return None if np.array_equal(a, b) else "object arrays differ"
+    if a.dtype.hasobject:  # structured records with object fields (object arrays recurse)
+        try:
+            same = a.tolist() == b.tolist()
+        except Exception as exc:
+            raise TypeError(f"first_difference: cannot compare records with object fields: "
+                            f"{exc}") from exc
+        return None if same else "records with object fields differ"
     if a.size == 0:
         return None
     bits_a = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1)
@@ -248,8 +303,8 @@ def _array_difference(a: np.ndarray, b: np.ndarray) -> str | None:
     detail = f"{n} of {a.size} elements differ bitwise, first at index {index}: {av!r} vs {bv!r}"
     if a.dtype.kind in "fc":
         with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.nan_to_num(np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
-                                        - b), nan=np.inf)
+            wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+            diff = np.nan_to_num(np.abs(wide - b), nan=np.inf)
         detail += f" (max |diff| {float(diff.max()):.3g})"
     return detail
 
@@ -258,18 +313,38 @@ def first_difference(a: Any, b: Any, path: str = "result") -> str | None:
     """Describe the first bitwise difference between two results, or return ``None``.
 
     Tensors and numpy arrays compare dtype, shape (and device) and every bit, so ``nan``
-    equals ``nan`` and ``0.0`` differs from ``-0.0``; floats compare their 64 bits; lists,
-    tuples and dicts compare element by element; other objects compare with ``==``.
+    equals ``nan`` and ``0.0`` differs from ``-0.0``; conjugate and negative views compare
+    their values. Quantized tensors compare their scheme, scale(s) and zero point(s), then
+    their integers (``int_repr()``). Floats compare their 64 bits; lists, tuples, dicts and
+    numpy object arrays compare element by element; other objects compare with ``==``.
+
+    Args:
+        a, b: the two results.
+        path: the name of the results in the message.
 
     Returns:
         ``None`` when equal, else ``"<path>: <what differs>"``, e.g.
         ``"result['loss']: float 0.25 vs 0.2500000001"``.
+
+    Raises:
+        TypeError: on a non-string ``path``; on tensors without dense data to compare
+            (sparse, nested, mkldnn, meta); on objects whose ``==`` does not give a truth value.
     """
+    check_type("first_difference", "path", path, str)
     if type(a) is not type(b) and not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         return f"{path}: type {type(a).__name__} vs {type(b).__name__}"
     if isinstance(a, torch.Tensor):
         detail = _tensor_difference(a, b)
         return None if detail is None else f"{path}: {detail}"
+    if isinstance(a, np.ndarray) and a.dtype.hasobject and b.dtype.hasobject:
+        if a.shape != b.shape:
+            return f"{path}: shape {a.shape} vs {b.shape}"
+        for i, (x, y) in enumerate(zip(a.reshape(-1), b.reshape(-1))):
+            index = ", ".join(str(int(k)) for k in np.unravel_index(i, a.shape))
+            found = first_difference(x, y, f"{path}[{index}]")
+            if found:
+                return found
+        return None
     if isinstance(a, (np.ndarray, np.generic)):
         detail = _array_difference(np.asarray(a), np.asarray(b))
         return None if detail is None else f"{path}: {detail}"
@@ -303,8 +378,10 @@ def first_difference(a: Any, b: Any, path: str = "result") -> str | None:
 def assert_bitwise_equal(a: Any, b: Any, *, name: str = "result") -> None:
     """Raise ``AssertionError`` naming the first place where ``a`` and ``b`` differ bitwise.
 
-    See :func:`first_difference` for what is compared.
+    See :func:`first_difference` for what is compared (and what it refuses, with
+    ``TypeError``).
     """
+    check_type("assert_bitwise_equal", "name", name, str)
     found = first_difference(a, b, name)
     if found is not None:
         raise AssertionError(f"not bitwise equal: {found}")
@@ -325,8 +402,7 @@ def assert_reproducible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
         TypeError: if ``fn`` is not callable.
         AssertionError: if the two results differ, naming where (e.g. ``result[1]['w']``).
     """
-    if not callable(fn):
-        raise TypeError(f"assert_reproducible: fn must be callable, got {type(fn).__name__}")
+    check_callable("assert_reproducible", "fn", fn)
     state = snapshot_rng()
     first = fn(*args, **kwargs)
     restore_rng(state)
