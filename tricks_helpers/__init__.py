@@ -7,7 +7,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).
-- :mod:`tricks_helpers.seeding`: seeding, ``seed_worker`` and the worker-seeding audit (01).
+- :mod:`tricks_helpers.seeding`: seeding, the RNG walk and ``seed_worker`` (01);
+  :mod:`tricks_helpers.seeding_audit`: the worker-seeding audit, re-exported by it (01).
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, bitwise checks (02).
 - :mod:`tricks_helpers.training`: the digits data, a deterministic MLP, a seeded step loop,
   accuracy (02, 04-07, 10).
