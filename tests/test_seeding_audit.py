@@ -8,6 +8,7 @@ import multiprocessing
 import random
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -152,6 +153,28 @@ def test_fingerprint_is_bitwise():
     assert fingerprint(1) != fingerprint(1.0) != fingerprint(True)
 
 
+def _quantized(values, scale=0.1):
+    with warnings.catch_warnings():  # quantized tensor creation is deprecated in torch 2.13
+        warnings.simplefilter("ignore")
+        return torch.quantize_per_tensor(torch.tensor(values), scale, 0, torch.qint8)
+
+
+def test_fingerprint_handles_quantized_and_views_and_refuses_what_it_cannot_read():
+    # a quantized tensor's storage viewed as bytes crashes the process (issue 12)
+    q = _quantized([0.1, 0.5])
+    assert fingerprint(q) == fingerprint(_quantized([0.1, 0.5]))
+    assert fingerprint(q) != fingerprint(_quantized([0.1, 0.6]))
+    assert fingerprint(q) != fingerprint(_quantized([0.1, 0.5], scale=0.2))
+    z = torch.tensor([1 + 2j, 3 - 1j])
+    assert fingerprint(z.conj()) == fingerprint(z.conj().resolve_conj())
+    with pytest.raises(TypeError, match="^fingerprint: only dense tensors"):
+        fingerprint(torch.empty(2, device="meta"))
+    with pytest.raises(TypeError, match="^fingerprint: only dense tensors"):
+        fingerprint([torch.zeros(2).to_sparse()])
+    with pytest.raises(TypeError, match="^fingerprint: cannot fingerprint a function"):
+        fingerprint(lambda: 0)
+
+
 # ----------------------------------------------------------------------------- audit
 
 KINDS = ["generator", "randomstate", "random", "torch", "nested", "partial", "deque", "set",
@@ -252,6 +275,7 @@ def test_audit_times_out_on_a_blocking_getitem_and_stops_the_workers(persistent)
     ({"timeout": 0}, ValueError, "timeout must be > 0.0, got 0.0"),
     ({"timeout": float("inf")}, ValueError, "timeout must be a finite number"),
     ({"timeout": "5"}, TypeError, "timeout must be a number, got str"),
+    ({"timeout": 2**70}, ValueError, "timeout must be <= "),
 ])
 def test_audit_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=f"^find_duplicate_samples: {match}"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import pickle
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -28,19 +29,41 @@ __all__ = ["DuplicateReport", "find_duplicate_samples", "fingerprint"]
 def fingerprint(sample: Any) -> str:
     """A hex digest of a sample's exact content (bitwise for tensors, arrays and floats).
 
-    Handles tensors, numpy arrays and scalars, Python scalars and strings, and nested
-    lists/tuples/dicts of them; anything else is fingerprinted through ``pickle``.
+    Handles dense tensors (quantized ones by their parameters and integers), numpy arrays and
+    scalars, Python scalars and strings, and nested lists/tuples/dicts of them; anything else
+    is fingerprinted through ``pickle``.
+
+    Raises:
+        TypeError: on tensors without dense data (sparse, nested, mkldnn, meta) or an object
+            ``pickle`` cannot handle (e.g. a lambda).
     """
     h = hashlib.blake2b(digest_size=16)
     _feed(h, sample)
     return h.hexdigest()
 
 
+def _feed_tensor(h: Any, x: torch.Tensor) -> None:
+    if x.layout != torch.strided or x.is_nested or x.is_mkldnn or x.is_meta:
+        raise TypeError(f"fingerprint: only dense tensors with data can be fingerprinted, got "
+                        f"layout {x.layout}{', nested' if x.is_nested else ''}"
+                        f"{', meta' if x.is_meta else ''}")
+    h.update(f"T{x.dtype}{tuple(x.shape)}".encode())
+    if x.is_quantized:  # its storage cannot be viewed as bytes: parameters, then integers
+        scheme = x.qscheme()
+        h.update(str(scheme).encode())
+        if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            _feed(h, (float(x.q_scale()), int(x.q_zero_point())))
+        else:
+            _feed(h, (x.q_per_channel_axis(), x.q_per_channel_scales(),
+                      x.q_per_channel_zero_points()))
+        x = x.int_repr()
+    t = x.detach().resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
+    h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+
+
 def _feed(h: Any, x: Any) -> None:
     if isinstance(x, torch.Tensor):
-        t = x.detach().cpu().contiguous().reshape(-1)
-        h.update(f"T{t.dtype}{tuple(x.shape)}".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        _feed_tensor(h, x)
     elif isinstance(x, (np.ndarray, np.generic)):
         a = np.ascontiguousarray(x)
         h.update(f"A{a.dtype.str}{a.shape}".encode())
@@ -61,7 +84,12 @@ def _feed(h: Any, x: Any) -> None:
             _feed(h, value)
         h.update(b")")
     else:
-        h.update(b"P" + pickle.dumps(x, protocol=4))
+        try:
+            raw = pickle.dumps(x, protocol=4)
+        except Exception as exc:  # PicklingError, AttributeError, TypeError...
+            raise TypeError(f"fingerprint: cannot fingerprint a {type(x).__name__}: "
+                            f"{exc}") from exc
+        h.update(b"P" + raw)
 
 
 def _collate_fingerprints(batch: list) -> tuple[int, list[str], Any]:
@@ -236,7 +264,8 @@ def find_duplicate_samples(dataset: Dataset, *, num_workers: int = 2, epochs: in
     check_bool(where, "persistent_workers", persistent_workers)
     if generator is not None:
         check_type(where, "generator", generator, torch.Generator)
-    timeout = check_number(where, "timeout", timeout, minimum=0.0, strict_minimum=True)
+    timeout = check_number(where, "timeout", timeout, minimum=0.0, strict_minimum=True,
+                           maximum=threading.TIMEOUT_MAX)
     n = _check_dataset(dataset)
 
     probe = sorted({int(i) for i in np.linspace(0, n - 1, min(items, n))})
