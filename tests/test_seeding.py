@@ -152,6 +152,19 @@ def test_reseed_rng_objects_non_mt_randomstate_and_slots():
     assert obj.rng.rand() != before
 
 
+def test_walk_reaches_private_slots_and_odd_attribute_names():
+    class Private:
+        __slots__ = ("__rng",)
+
+        def __init__(self):
+            self.__rng = random.Random(0)
+
+    holder = Holder()
+    holder.__dict__[1] = np.random.default_rng(0)  # a non-string attribute name
+    assert find_rng_objects(Private(), root="p").paths == ("p.__rng",)
+    assert find_rng_objects(holder).paths[-1] == "dataset.1"
+
+
 def _containers():
     """Every container kind issue 12 found seed_worker missing, each holding one RNG."""
     def augment(x, rng=None):

@@ -129,7 +129,7 @@ _LEAF = (str, bytes, bytearray, numbers.Number, range, slice, memoryview, torch.
 _OPAQUE = (types.ModuleType, type, types.CodeType, types.FrameType, types.GeneratorType,
            types.CoroutineType, types.AsyncGeneratorType, property, staticmethod, classmethod)
 
-_ROOT, _ATTR, _KEY, _INDEX, _CELL, _SET, _FLAT = range(7)
+_ROOT, _ATTR, _KEY, _INDEX, _SET, _FLAT = range(6)
 
 
 def _plain(x: Any) -> bool:
@@ -185,12 +185,17 @@ def _set_order(x: Any) -> tuple[str, str]:
     return (f"{t.__module__}.{t.__qualname__}", _state_key(x) if _is_rng(x) else "")
 
 
-def _slots(obj: Any) -> list[str]:
+def _slots(obj: Any) -> list[tuple[str, str]]:
+    """(name shown in paths, attribute name) of every slot, private names mangled."""
     names = []
     for cls in type(obj).__mro__:
         slots = cls.__dict__.get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else list(slots)
-    return [n for n in names if n not in ("__dict__", "__weakref__")]
+        for name in [slots] if isinstance(slots, str) else list(slots):
+            if name in ("__dict__", "__weakref__"):
+                continue
+            private = name.startswith("__") and not name.endswith("__")
+            names.append((name, f"_{cls.__name__.lstrip('_')}{name}" if private else name))
+    return names
 
 
 def _children(obj: Any, entry: tuple) -> tuple[list[tuple], int]:
@@ -219,8 +224,10 @@ def _children(obj: Any, entry: tuple) -> tuple[list[tuple], int]:
         if owner is not None and not isinstance(owner, types.ModuleType):
             named.append(("__self__", owner))
     elif isinstance(obj, types.FunctionType):
-        named += [("__defaults__", obj.__defaults__ or ()),
-                  ("__kwdefaults__", obj.__kwdefaults__ or {})]
+        if obj.__defaults__:
+            named.append(("__defaults__", obj.__defaults__))
+        if obj.__kwdefaults__:
+            named.append(("__kwdefaults__", obj.__kwdefaults__))
         for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
             try:
                 named.append((f"<closure {name}>", cell.cell_contents))
@@ -232,12 +239,12 @@ def _children(obj: Any, entry: tuple) -> tuple[list[tuple], int]:
         attrs = None
     if isinstance(attrs, dict):
         named += list(attrs.items())
-    for slot in _slots(obj):
+    for shown, attribute in _slots(obj):
         try:
-            named.append((slot, object.__getattribute__(obj, slot)))
-        except (AttributeError, TypeError):
+            named.append((shown, object.__getattribute__(obj, attribute)))
+        except (AttributeError, TypeError):  # an unset slot
             pass
-    kids = [(v, entry, _ATTR if k[:1] != "<" else _CELL, k) for k, v in named if not _plain(v)]
+    kids = [(v, entry, _ATTR, k) for k, v in named if not _plain(v)]
     return kids, len(named) - len(kids)
 
 
@@ -253,8 +260,6 @@ def _path(entry: tuple) -> str:
             parts.append(f"[{key!r}]")
         elif kind == _INDEX:
             parts.append(f"[{key}]")
-        elif kind == _CELL:
-            parts.append(f".{key}")
         elif kind == _SET:
             parts.append(f"{{{key}}}")
         else:
@@ -282,7 +287,7 @@ class RNGWalk:
 def _walk(obj: Any, root: str, visit: Callable[[Any, str], None] | None) -> RNGWalk:
     check_type("find_rng_objects", "root", root, str)
     found: list[str] = []
-    seen: set[int] = set()
+    seen: dict[int, Any] = {}  # id -> object: keeps each object alive, so no id is reused
     entered = skipped = 0
     stack: list[tuple] = [(obj, None, _ROOT, root)]
     while stack:
@@ -290,7 +295,7 @@ def _walk(obj: Any, root: str, visit: Callable[[Any, str], None] | None) -> RNGW
         current = entry[0]
         if id(current) in seen or _plain(current):
             continue
-        seen.add(id(current))
+        seen[id(current)] = current
         if _is_rng(current):
             path = _path(entry)
             found.append(path)
@@ -299,7 +304,7 @@ def _walk(obj: Any, root: str, visit: Callable[[Any, str], None] | None) -> RNGW
             inner = getattr(current, "bit_generator", None) or getattr(current, "_bit_generator",
                                                                        None)
             if inner is not None:
-                seen.add(id(inner))  # the same bit generator reached directly: reseeded once
+                seen[id(inner)] = inner  # the same bit generator reached directly: reseeded once
             continue
         if isinstance(current, _LEAF) or isinstance(current, _OPAQUE) or \
                 (isinstance(current, np.ndarray) and not current.dtype.hasobject):
