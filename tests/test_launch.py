@@ -73,7 +73,8 @@ def _wait_gone(pids: list[int], seconds: float = 5.0) -> bool:
 
 
 def test_torchrun_command_single_node():
-    cmd = launch.torchrun_command("train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"])
+    cmd = launch.torchrun_command("train.py", ["--epochs", 3], nproc_per_node=4,
+                                  launcher=["torchrun"])
     assert cmd == ["torchrun", "--standalone", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
     cmd = launch.torchrun_command("pkg.mod", module=True, launcher=["torchrun"])
     assert cmd[-2:] == ["-m", "pkg.mod"]
@@ -82,17 +83,22 @@ def test_torchrun_command_single_node():
 
 def test_torchrun_command_multi_node():
     cmd = launch.torchrun_command("pkg.mod", module=True, nnodes=2, nproc_per_node=8,
-                                  rdzv_endpoint="node0:29400", rdzv_id="job7", launcher=["torchrun"])
+                                  rdzv_endpoint="node0:29400", rdzv_id="job7",
+                                  launcher=["torchrun"])
     assert "--standalone" not in cmd
-    assert cmd[1:9] == ["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "node0:29400",
-                        "--rdzv-id", "job7"]
+    assert cmd[1:9] == ["--nnodes", "2", "--rdzv-backend", "c10d",
+                        "--rdzv-endpoint", "node0:29400", "--rdzv-id", "job7"]
+    elastic = launch.torchrun_command("m", module=True, nnodes="1:4", rdzv_endpoint="h:1",
+                                      rdzv_id="j", launcher=["torchrun"])
+    assert elastic[1:3] == ["--nnodes", "1:4"]
 
 
 def test_torchrun_command_launcher_string_is_refused_not_split():
     """A launcher given as one string used to become ['t', 'o', 'r', 'c', 'h', ...]."""
     with pytest.raises(TypeError, match=r"launcher must be a sequence of strings.*\['torchrun'\]"):
         launch.torchrun_command("x.py", launcher="torchrun")
-    assert launch.torchrun_command("x.py", launcher=("torchrun",))[:2] == ["torchrun", "--standalone"]
+    cmd = launch.torchrun_command("x.py", launcher=("torchrun",))
+    assert cmd[:2] == ["torchrun", "--standalone"]
 
 
 @pytest.mark.parametrize("kwargs, match", [

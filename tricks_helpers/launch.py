@@ -477,7 +477,8 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         else:
             error_text = _tail(result.launcher_output)
         where = f"rank {rank}" if rank is not None else "a worker"
-        code = f"exit code {exitcode}" if exitcode is not None else f"launcher exit code {proc.returncode}"
+        code = (f"exit code {exitcode}" if exitcode is not None
+                else f"launcher exit code {proc.returncode}")
         raise WorkerFailedError(f"{where} failed ({code}); its stderr ends with:\n{error_text}",
                                 rank=rank, exitcode=exitcode, returncode=proc.returncode,
                                 error_text=error_text, result=result)
