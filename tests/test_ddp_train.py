@@ -129,6 +129,20 @@ def test_load_results_reads_ranks_in_order(tmp_path):
         ddp_train.load_results(tmp_path, "ddp", 0)
 
 
+def test_slowest_epoch_seconds():
+    ranks = [{"epoch_seconds": [5.0, 1.0, 2.0]}, {"epoch_seconds": [4.0, 3.0, 1.5]}]
+    assert ddp_train.slowest_epoch_seconds(ranks) == [3.0, 2.0]
+    assert ddp_train.slowest_epoch_seconds(ranks, skip=0) == [5.0, 3.0, 2.0]
+    with pytest.raises(ValueError, match="same number of epochs"):
+        ddp_train.slowest_epoch_seconds([{"epoch_seconds": [1.0, 2.0]}, {"epoch_seconds": [1.0]}])
+    with pytest.raises(ValueError, match=r"more than skip=3"):
+        ddp_train.slowest_epoch_seconds(ranks, skip=3)
+    with pytest.raises(ValueError, match="need the results"):
+        ddp_train.slowest_epoch_seconds([])
+    with pytest.raises(TypeError, match="skip must be an integer"):
+        ddp_train.slowest_epoch_seconds(ranks, skip=1.0)
+
+
 def test_data_parallel_on_cpu_is_the_plain_model():
     """Without CUDA, nn.DataParallel runs the module itself: training is bitwise the same."""
     if torch.cuda.is_available():

@@ -73,6 +73,22 @@ def test_range_stats_and_largest_range(prof):
     assert profiling.largest_range(prof, ["fast", "slow"], by="calls") in ("fast", "slow")
 
 
+def test_range_durations_one_per_occurrence(prof):
+    durations = profiling.range_durations(prof, ["fast", "slow"])
+    assert list(durations) == ["fast", "slow"]
+    assert [len(d) for d in durations.values()] == [3, 3]
+    assert all(d > 0 for ds in durations.values() for d in ds)
+    assert sum(durations["slow"]) == pytest.approx(
+        profiling.range_stats(prof, ["slow"])["slow"].cpu_total_us, rel=1e-6)
+    assert profiling.range_durations(prof.events(), ["slow"]) == {"slow": durations["slow"]}
+    with pytest.raises(ValueError, match=r"\['nope'\] not in the profile"):
+        profiling.range_durations(prof, ["slow", "nope"])
+    with pytest.raises(TypeError, match="key_averages"):
+        profiling.range_durations(prof.key_averages(), ["slow"])
+    with pytest.raises(TypeError, match="names must be a sequence"):
+        profiling.range_durations(prof, "slow")
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda p: profiling.top_ops(p, by="wall"), "by must be one of"),
     (lambda p: profiling.top_ops(p, n=0), "n must be"),
@@ -162,8 +178,11 @@ def test_trace_spans_timeline(trace_path):
     only_fast = profiling.trace_spans(path, names=["fast"])
     assert [s.name for s in only_fast] == ["fast"] * 3
     assert only_fast[0].start_us == spans[1].start_us                # same time origin
-    ops = profiling.trace_spans(path, category=None, names=["aten::neg"])
-    assert len(ops) == 3
+    ops = profiling.trace_spans(path, category="cpu_op", names=["aten::neg"])
+    assert len(ops) == 3 and {s.category for s in ops} == {"cpu_op"}
+    everything = profiling.trace_spans(path, category=None, names=["slow", "aten::neg"])
+    assert {(s.name, s.category) for s in everything} == {("slow", "user_annotation"),
+                                                          ("aten::neg", "cpu_op")}
     with pytest.raises(ValueError, match=r"no events named \['nope'\]"):
         profiling.trace_spans(path, names=["nope"])
 

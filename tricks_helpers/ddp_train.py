@@ -48,7 +48,7 @@ from tricks_helpers._checks import check_bool, check_int, check_number, check_ty
 
 __all__ = ["RunConfig", "IndexedDataset", "make_dataset", "make_model", "params_hash",
            "parse_run", "train", "train_reference", "train_data_parallel", "load_results",
-           "main"]
+           "slowest_epoch_seconds", "main"]
 
 _INT_FIELDS = ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden")
 _BOOL_FIELDS = ("no_sync", "set_epoch", "init_seed_per_rank")
@@ -305,7 +305,10 @@ def _train_one_process(where: str, cfg: RunConfig, world_size: int, data_paralle
     device = torch.device("cuda" if data_parallel and torch.cuda.is_available() else "cpu")
     torch.manual_seed(cfg.seed)
     model = make_model(cfg).to(device)
-    net = nn.DataParallel(model) if data_parallel else model   # all visible GPUs; CPU: none
+    net = model
+    if data_parallel:   # one GPU per rank of the DDP run, as far as there are GPUs; CPU: none
+        gpus = min(world_size, torch.cuda.device_count())
+        net = nn.DataParallel(model, device_ids=list(range(gpus)) if gpus else None)
     data = make_dataset(cfg)
     samplers = [DistributedSampler(data, num_replicas=world_size, rank=r, shuffle=True,
                                    seed=cfg.seed, drop_last=True) for r in range(world_size)]
@@ -361,8 +364,9 @@ def train_data_parallel(cfg: RunConfig, world_size: int
     """Train ``cfg`` like :func:`train_reference`, through ``nn.DataParallel``.
 
     With CUDA, the model lives on the first GPU and ``nn.DataParallel`` splits every global
-    batch over all visible GPUs, running the replicas in threads of this one process and
-    gathering the outputs on the first GPU (the design DDP replaces). Without CUDA,
+    batch over ``min(world_size, GPUs)`` GPUs (one per rank of the DDP run), running the
+    replicas in threads of this one process and gathering the outputs on the first GPU (the
+    design DDP replaces). Without CUDA,
     ``DataParallel`` has no devices and its forward calls the module itself, so the result
     is :func:`train_reference`'s, bitwise.
 
@@ -415,6 +419,27 @@ def load_results(out_dir: str | os.PathLike, name: str, world_size: int
                                  f"expected {what} {expected!r}")
         results.append(data)
     return results
+
+
+def slowest_epoch_seconds(rank_results: Sequence[dict[str, Any]], skip: int = 1) -> list[float]:
+    """Seconds of each epoch on the slowest rank (the one that sets the pace), for timing.
+
+    Args:
+        rank_results: the per-rank results of one run (:func:`load_results`).
+        skip: leading epochs to drop (warm-up: allocator, first communication).
+
+    Raises:
+        TypeError: on a ``skip`` that is not an integer.
+        ValueError: no results, ranks that ran different numbers of epochs, or nothing left
+            after ``skip``.
+    """
+    skip = check_int("slowest_epoch_seconds", "skip", skip, minimum=0)
+    per_rank = [list(r["epoch_seconds"]) for r in rank_results]
+    if not per_rank or len({len(t) for t in per_rank}) != 1 or len(per_rank[0]) <= skip:
+        raise ValueError(f"slowest_epoch_seconds: need the results of one run, every rank with "
+                         f"the same number of epochs (more than skip={skip}); got "
+                         f"{[len(t) for t in per_rank]} epochs per rank")
+    return [max(ts) for ts in zip(*per_rank)][skip:]
 
 
 def _choose_backend(requested: str) -> str:

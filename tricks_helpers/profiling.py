@@ -3,7 +3,10 @@
 ``torch.profiler`` prints a table made for eyes; :func:`op_stats` turns the same numbers
 (``prof.key_averages()``) into :class:`OpStat` rows a notebook can sort, filter and assert
 on. :func:`range_stats` picks the ``record_function`` ranges a training loop labelled
-(``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one.
+(``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one, and
+:func:`range_durations` lists the duration of every occurrence of a range (one per step), so
+that a chapter can decide on the median step, which one step slowed down by another process
+cannot move.
 :func:`cprofile_stats` does the same for a :mod:`cProfile` run, with function names
 stripped of machine paths. :func:`trace_event_counts` reads a Chrome trace file
 (``prof.export_chrome_trace``, plain or gzip-compressed) back to count the events in it, and
@@ -31,7 +34,8 @@ from typing import Any
 from tricks_helpers._checks import check_bool, check_choice, check_int, check_type
 
 __all__ = ["OpStat", "FuncStat", "TraceSpan", "op_stats", "top_ops", "range_stats",
-           "largest_range", "cprofile_stats", "trace_event_counts", "trace_spans"]
+           "largest_range", "range_durations", "cprofile_stats", "trace_event_counts",
+           "trace_spans"]
 
 _SORT_KEYS = ("self_cpu_us", "cpu_total_us", "calls", "self_cpu_memory_bytes", "self_device_us")
 
@@ -154,6 +158,40 @@ def largest_range(source: Any, names: Sequence[str], by: str = "cpu_total_us") -
     _check_names("largest_range", names)
     stats = range_stats(source, names)
     return max(names, key=lambda n: getattr(stats[n], by))
+
+
+def range_durations(source: Any, names: Sequence[str]) -> dict[str, list[float]]:
+    """Duration of every occurrence of the ``record_function`` ranges ``names``, in time order.
+
+    With a ``schedule``, a range opened once per step gives one duration per kept step, so
+    ``statistics.median`` of the list is the time of a typical step.
+
+    Args:
+        source: a finished ``torch.profiler.profile``, or its ``events()`` (not
+            ``key_averages()``, which has only totals).
+        names: the ranges, e.g. ``["data", "forward"]``.
+
+    Returns:
+        name -> durations in microseconds (wall time on the CPU thread, children included).
+
+    Raises:
+        TypeError: ``source`` is neither, or ``names`` is not a sequence of strings.
+        ValueError: ``names`` is empty or a range was not recorded.
+    """
+    from torch.autograd.profiler_util import EventList, FunctionEventAvg
+    _check_names("range_durations", names)
+    events = source.events() if hasattr(source, "events") and callable(source.events) else source
+    if not isinstance(events, EventList) or any(isinstance(e, FunctionEventAvg) for e in events):
+        raise TypeError("range_durations: expected a torch.profiler.profile or its events(), got "
+                        f"{type(source).__name__} (key_averages() has totals only)")
+    found: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    for e in events:
+        if e.name in found:
+            found[e.name].append((float(e.time_range.start), float(e.time_range.elapsed_us())))
+    missing = [n for n, d in found.items() if not d]
+    if missing:
+        raise ValueError(f"range_durations: range(s) {missing} not in the profile")
+    return {n: [d for _, d in sorted(found[n])] for n in names}
 
 
 @dataclass(frozen=True)
@@ -281,15 +319,20 @@ class TraceSpan:
 
     Attributes:
         name: e.g. ``"data"`` or ``"aten::mm"``; ``"ProfilerStep#3"`` for a step.
-        start_us: microseconds from the first event of the same category in the trace.
+        start_us: microseconds from the first complete event of the selected category (of
+            any category when :func:`trace_spans` was called with ``category=None``).
         duration_us: its duration in microseconds.
         thread: the thread it ran on, as the trace names it.
+        category: the event's ``cat``, e.g. ``"user_annotation"`` for a ``record_function``
+            range, ``"cpu_op"`` for an operator, ``"gpu_user_annotation"`` for a range on a
+            GPU stream.
     """
 
     name: str
     start_us: float
     duration_us: float
     thread: str
+    category: str
 
 
 def trace_spans(path: str | os.PathLike, names: Sequence[str] | None = None,
@@ -303,7 +346,8 @@ def trace_spans(path: str | os.PathLike, names: Sequence[str] | None = None,
         path: a Chrome trace, plain or gzip-compressed (see :func:`trace_event_counts`).
         names: keep only events with these names (default: all of the category).
         category: keep only events of this ``cat`` (default: ``record_function`` ranges,
-            ``ProfilerStep#N`` included); ``None`` keeps every complete event.
+            ``ProfilerStep#N`` included); ``None`` keeps every complete event (read the
+            trace once, then split by :attr:`TraceSpan.category`).
 
     Returns:
         :class:`TraceSpan` rows sorted by start, longer first on ties (an enclosing range
@@ -331,6 +375,7 @@ def trace_spans(path: str | os.PathLike, names: Sequence[str] | None = None,
                              f"{Path(path).name} (category {category!r})")
         events = [e for e in events if e["name"] in set(names)]
     spans = [TraceSpan(name=str(e["name"]), start_us=float(e["ts"]) - origin,
-                       duration_us=float(e.get("dur", 0.0)), thread=str(e.get("tid", "")))
+                       duration_us=float(e.get("dur", 0.0)), thread=str(e.get("tid", "")),
+                       category=str(e.get("cat", "")))
              for e in events]
     return sorted(spans, key=lambda sp: (sp.start_us, -sp.duration_us, sp.name))
