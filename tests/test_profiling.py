@@ -112,6 +112,9 @@ def test_profiler_errors(prof, call, match):
     (lambda p: profiling.trace_event_counts(3), "path must be str or PathLike"),
     (lambda p: profiling.trace_event_counts("t.json", category=3), "category must be str"),
     (lambda p: profiling.trace_spans(3), "path must be str or PathLike"),
+    (lambda p: profiling.top_ops(p, by=1), "by must be str"),
+    (lambda p: profiling.largest_range(p, ["slow"], by=None), "by must be str"),
+    (lambda p: profiling.cprofile_stats(cProfile.Profile(), sort=2), "sort must be str"),
 ])
 def test_profiler_type_errors(prof, call, match):
     with pytest.raises(TypeError, match=match):

@@ -112,6 +112,7 @@ def top_ops(source: Any, n: int = 5, by: str = "self_cpu_us", *,
         TypeError: ``n`` is not an integer or ``include_ranges`` not a bool.
         ValueError: on an unknown ``by`` or ``n < 1``.
     """
+    check_type("top_ops", "by", by, str)
     check_choice("top_ops", "by", by, _SORT_KEYS)
     n = check_int("top_ops", "n", n, minimum=1)
     check_bool("top_ops", "include_ranges", include_ranges)
@@ -154,6 +155,7 @@ def largest_range(source: Any, names: Sequence[str], by: str = "cpu_total_us") -
     Raises:
         TypeError, ValueError: as :func:`range_stats`, or on an unknown ``by``.
     """
+    check_type("largest_range", "by", by, str)
     check_choice("largest_range", "by", by, _SORT_KEYS)
     _check_names("largest_range", names)
     stats = range_stats(source, names)
@@ -236,11 +238,10 @@ def cprofile_stats(source: cProfile.Profile | pstats.Stats,
 
     Raises:
         ValueError: on another ``sort``, or a profile that recorded nothing.
-        TypeError: ``source`` is neither type.
+        TypeError: ``source`` is neither type, or ``sort`` is not a string.
     """
-    if sort not in ("tottime", "cumtime", "calls"):
-        raise ValueError(f"cprofile_stats: sort must be 'tottime', 'cumtime' or 'calls', "
-                         f"got {sort!r}")
+    check_type("cprofile_stats", "sort", sort, str)
+    check_choice("cprofile_stats", "sort", sort, ("tottime", "cumtime", "calls"))
     if isinstance(source, cProfile.Profile):
         try:
             source = pstats.Stats(source)
