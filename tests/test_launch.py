@@ -116,8 +116,16 @@ def test_torchrun_command_value_errors(kwargs, match):
         launch.torchrun_command(**kwargs)
 
 
+class _BytesPath:
+    """A path-like object whose path is bytes."""
+
+    def __fspath__(self) -> bytes:
+        return b"x.py"
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(target=3), "target must be str or PathLike"),
+    (dict(target=_BytesPath()), "target must be a str path"),
     (dict(target="x.py", args="--epochs 3"), "args must be a sequence of strings"),
     (dict(target="x.py", args=["--epochs", None]), r"args\[1\] must be"),
     (dict(target="x.py", nproc_per_node=2.0), "nproc_per_node must be an integer"),

@@ -171,7 +171,9 @@ def _build_command(where: str, target: Any, args: Any, *, nproc_per_node: Any, m
                    launcher: Any) -> list[str]:
     check_type(where, "target", target, (str, os.PathLike))
     target = os.fspath(target)
-    if not isinstance(target, str) or not target.strip():
+    if not isinstance(target, str):
+        raise TypeError(f"{where}: target must be a str path, got a {type(target).__name__} one")
+    if not target.strip():
         raise ValueError(f"{where}: target must be a non-empty script path or module")
     script_args = _check_args(where, args)
     check_int(where, "nproc_per_node", nproc_per_node, minimum=1)
