@@ -13,6 +13,19 @@ from tricks_helpers import ddp_train, launch
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models train on one intra-op thread, like each torchrun worker.
+
+    On a loaded machine a pool of two threads waits at every parallel operator for the thread
+    the OS put aside, which makes these tests many times slower without testing anything.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def test_parse_run_keys_and_types():
     cfg = ddp_train.parse_run("acc:accum=2,no_sync=0,lr=0.1")
     assert (cfg.name, cfg.accum, cfg.no_sync, cfg.lr) == ("acc", 2, False, 0.1)
