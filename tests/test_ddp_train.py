@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -10,6 +11,19 @@ import torch
 from tricks_helpers import ddp_train, launch
 
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models train on one intra-op thread, like each torchrun worker.
+
+    On a loaded machine a pool of two threads waits at every parallel operator for the thread
+    the OS put aside, which makes these tests many times slower without testing anything.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def test_parse_run_keys_and_types():
@@ -27,10 +41,42 @@ def test_parse_run_keys_and_types():
     ("bad name", "name must be"),
     ("x:accum=0", "accum must be an integer >= 1"),
     ("x:lr=-1", "lr must be > 0"),
+    ("x:lr=nan", "lr must be a finite number"),
+    ("x:seed=-1", "seed must be an integer >= 0"),
 ])
 def test_parse_run_errors(spec, match):
     with pytest.raises(ValueError, match=match):
         ddp_train.parse_run(spec)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(epochs=2.0), "epochs must be an integer"),
+    (dict(batch_size=True), "batch_size must be an integer"),
+    (dict(no_sync="no"), "no_sync must be True or False"),
+    (dict(set_epoch=1), "set_epoch must be True or False"),
+    (dict(lr="0.1"), "lr must be a number"),
+    (dict(name=3), "name must be str"),
+])
+def test_run_config_wrong_types_raise_type_error(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        ddp_train.RunConfig(**kwargs)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: ddp_train.parse_run(3), "spec must be str"),
+    (lambda: ddp_train.parse_run("x", defaults={}), "defaults must be RunConfig"),
+    (lambda: ddp_train.train_reference("x", 2), "cfg must be RunConfig"),
+    (lambda: ddp_train.train_reference(ddp_train.RunConfig(), 2.0), "world_size must be an int"),
+    (lambda: ddp_train.RunConfig().steps_per_epoch("2"), "world_size must be an integer"),
+    (lambda: ddp_train.make_dataset(None), "cfg must be RunConfig"),
+    (lambda: ddp_train.params_hash("model"), "model must be Module"),
+    (lambda: ddp_train.IndexedDataset([1, 2], torch.zeros(2)), "X must be Tensor"),
+    (lambda: ddp_train.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
+    (lambda: ddp_train.load_results(".", "ddp", "2"), "world_size must be an integer"),
+])
+def test_wrong_types_raise_type_error(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
 
 
 def test_steps_per_epoch_checks_accumulation():
@@ -38,8 +84,10 @@ def test_steps_per_epoch_checks_accumulation():
     assert cfg.steps_per_epoch(2) == 4
     with pytest.raises(ValueError, match="not a positive multiple of accum=3"):
         ddp_train.RunConfig(samples=64, batch_size=8, accum=3).steps_per_epoch(2)
-    with pytest.raises(ValueError, match="world_size"):
+    with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
         ddp_train.train_reference(cfg, 0)
+    with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
+        cfg.steps_per_epoch(0)
 
 
 def test_dataset_is_fixed_and_indexed():
@@ -63,6 +111,61 @@ def test_reference_is_deterministic_and_set_epoch_matters():
 def test_load_results_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results of run 'ddp' for rank 0"):
         ddp_train.load_results(tmp_path, "ddp", 2)
+
+
+def _result(name: str, rank: int, world: int = 2) -> dict:
+    return {"name": name, "rank": rank, "world_size": world, "final_hash": "0" * 16}
+
+
+@pytest.mark.parametrize("text, match", [
+    ('{"name": "ddp", "rank": 1', "not valid JSON"),                  # truncated
+    (b"\xff\xfe\x00garbage", "not valid JSON"),                       # not text
+    ("[1, 2]", "not a results object"),
+    ('{"name": "ddp", "rank": 0, "world_size": 2}', "holds rank 0"),  # copied from rank 0
+    ('{"name": "acc", "rank": 1, "world_size": 2}', "holds run 'acc'"),
+    ('{"name": "ddp", "rank": 1, "world_size": 4}', "world size 4"),
+])
+def test_load_results_names_the_bad_file(tmp_path, text, match):
+    (tmp_path / "ddp.rank0.json").write_text(json.dumps(_result("ddp", 0)))
+    bad = tmp_path / "ddp.rank1.json"
+    bad.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ValueError, match=match) as info:
+        ddp_train.load_results(tmp_path, "ddp", 2)
+    assert str(bad) in str(info.value)
+
+
+def test_load_results_reads_ranks_in_order(tmp_path):
+    for r in (1, 0):
+        (tmp_path / f"ddp.rank{r}.json").write_text(json.dumps(_result("ddp", r)))
+    assert [r["rank"] for r in ddp_train.load_results(tmp_path, "ddp", 2)] == [0, 1]
+    with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
+        ddp_train.load_results(tmp_path, "ddp", 0)
+
+
+def test_slowest_epoch_seconds():
+    ranks = [{"epoch_seconds": [5.0, 1.0, 2.0]}, {"epoch_seconds": [4.0, 3.0, 1.5]}]
+    assert ddp_train.slowest_epoch_seconds(ranks) == [3.0, 2.0]
+    assert ddp_train.slowest_epoch_seconds(ranks, skip=0) == [5.0, 3.0, 2.0]
+    with pytest.raises(ValueError, match="same number of epochs"):
+        ddp_train.slowest_epoch_seconds([{"epoch_seconds": [1.0, 2.0]}, {"epoch_seconds": [1.0]}])
+    with pytest.raises(ValueError, match=r"more than skip=3"):
+        ddp_train.slowest_epoch_seconds(ranks, skip=3)
+    with pytest.raises(ValueError, match="need the results"):
+        ddp_train.slowest_epoch_seconds([])
+    with pytest.raises(TypeError, match="skip must be an integer"):
+        ddp_train.slowest_epoch_seconds(ranks, skip=1.0)
+
+
+def test_data_parallel_on_cpu_is_the_plain_model():
+    """Without CUDA, nn.DataParallel runs the module itself: training is bitwise the same."""
+    if torch.cuda.is_available():
+        pytest.skip("on CUDA, DataParallel replicates the module: covered by the GPU runner")
+    cfg = ddp_train.RunConfig(name="r", **TINY)
+    ref, ref_losses = ddp_train.train_reference(cfg, 2)
+    dp, dp_losses, seconds = ddp_train.train_data_parallel(cfg, 2)
+    assert not isinstance(dp, torch.nn.DataParallel)           # the unwrapped module comes back
+    assert dp_losses == ref_losses and ddp_train.params_hash(dp) == ddp_train.params_hash(ref)
+    assert len(seconds) == cfg.epochs and all(s > 0 for s in seconds)
 
 
 def test_main_refuses_to_run_outside_torchrun(monkeypatch, tmp_path, capsys):

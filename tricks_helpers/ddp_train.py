@@ -15,6 +15,8 @@ the losses, parameter hashes, the all-reduce count, timings) and rank 0 writes
 Backend: NCCL with one GPU per process when CUDA has enough GPUs for every local rank,
 else gloo on CPU. The same training run, simulated in one process on the same global
 batches, is :func:`train_reference`: DDP must give its parameters (up to float rounding).
+:func:`train_data_parallel` trains it in one process through ``nn.DataParallel`` instead (the
+design DDP replaces; on a machine without CUDA, DataParallel calls the module itself).
 
 Guarantees: the data set is generated from a fixed seed (identical on every rank); model
 init is seeded alike on every rank; augmentation noise is seeded apart (``seed + 1 + rank``);
@@ -42,8 +44,14 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
+from tricks_helpers._checks import check_bool, check_int, check_number, check_type
+
 __all__ = ["RunConfig", "IndexedDataset", "make_dataset", "make_model", "params_hash",
-           "parse_run", "train", "train_reference", "load_results", "main"]
+           "parse_run", "train", "train_reference", "train_data_parallel", "load_results",
+           "slowest_epoch_seconds", "main"]
+
+_INT_FIELDS = ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden")
+_BOOL_FIELDS = ("no_sync", "set_epoch", "init_seed_per_rank")
 
 
 @dataclass(frozen=True)
@@ -81,19 +89,28 @@ class RunConfig:
     hidden: int = 256
 
     def __post_init__(self) -> None:
+        """Check every field (TypeError for a wrong type, ValueError for a wrong value)."""
+        check_type("RunConfig", "name", self.name, str)
         if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
-            raise ValueError(f"RunConfig: name must be letters, digits, '_' or '-', got {self.name!r}")
-        for key in ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"RunConfig: {key} must be an integer >= 1, got {value!r}")
-        if not self.lr > 0:
-            raise ValueError(f"RunConfig: lr must be > 0, got {self.lr!r}")
-        if not self.noise >= 0:
-            raise ValueError(f"RunConfig: noise must be >= 0, got {self.noise!r}")
+            raise ValueError(f"RunConfig: name must be letters, digits, '_' or '-', "
+                             f"got {self.name!r}")
+        for key in _INT_FIELDS:
+            check_int("RunConfig", key, getattr(self, key), minimum=1)
+        check_int("RunConfig", "seed", self.seed, minimum=0)
+        for key in _BOOL_FIELDS:
+            check_bool("RunConfig", key, getattr(self, key))
+        check_number("RunConfig", "lr", self.lr, minimum=0.0, strict_minimum=True)
+        check_number("RunConfig", "noise", self.noise, minimum=0.0)
 
     def steps_per_epoch(self, world_size: int) -> int:
-        """Micro-steps per epoch on each rank; raises unless it is a multiple of ``accum``."""
+        """Micro-steps per epoch on each rank; raises unless it is a multiple of ``accum``.
+
+        Raises:
+            TypeError: ``world_size`` is not an integer.
+            ValueError: ``world_size < 1``, or the batches per epoch are not a positive
+                multiple of ``accum``.
+        """
+        world_size = check_int("steps_per_epoch", "world_size", world_size, minimum=1)
         per_rank = self.samples // world_size          # DistributedSampler(drop_last=True)
         micro = per_rank // self.batch_size
         if micro < 1 or micro % self.accum:
@@ -107,6 +124,8 @@ class IndexedDataset(Dataset):
     """``(x, y, index)`` triples: the index lets a rank record which samples it saw."""
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor) -> None:
+        check_type("IndexedDataset", "X", X, torch.Tensor)
+        check_type("IndexedDataset", "y", y, torch.Tensor)
         if len(X) != len(y):
             raise ValueError(f"IndexedDataset: {len(X)} inputs but {len(y)} labels")
         self.X, self.y = X, y
@@ -120,6 +139,7 @@ class IndexedDataset(Dataset):
 
 def make_dataset(cfg: RunConfig) -> IndexedDataset:
     """A synthetic classification set drawn from a fixed generator: the same on every rank."""
+    check_type("make_dataset", "cfg", cfg, RunConfig)
     g = torch.Generator().manual_seed(1234)
     X = torch.randn(cfg.samples, cfg.features, generator=g)
     W = torch.randn(cfg.features, cfg.classes, generator=g)
@@ -129,6 +149,7 @@ def make_dataset(cfg: RunConfig) -> IndexedDataset:
 
 def make_model(cfg: RunConfig) -> nn.Module:
     """An MLP without dropout or batch norm (both would make ranks differ from one process)."""
+    check_type("make_model", "cfg", cfg, RunConfig)
     return nn.Sequential(nn.Linear(cfg.features, cfg.hidden), nn.ReLU(),
                          nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
                          nn.Linear(cfg.hidden, cfg.classes))
@@ -136,6 +157,7 @@ def make_model(cfg: RunConfig) -> nn.Module:
 
 def params_hash(model: nn.Module) -> str:
     """SHA-256 (first 16 hex digits) of all parameters' bytes, in order, read on the CPU."""
+    check_type("params_hash", "model", model, nn.Module)
     h = hashlib.sha256()
     for p in model.parameters():
         h.update(p.detach().cpu().contiguous().numpy().tobytes())
@@ -146,8 +168,13 @@ def parse_run(spec: str, defaults: RunConfig | None = None) -> RunConfig:
     """Parse ``NAME[:key=value,...]`` into a :class:`RunConfig` (booleans as 0/1).
 
     Raises:
-        ValueError: on an unknown key or a value of the wrong type.
+        TypeError: ``spec`` is not a string or ``defaults`` not a :class:`RunConfig`.
+        ValueError: on an unknown key, a value that does not parse as the field's type, or a
+            value out of range (see :class:`RunConfig`).
     """
+    check_type("parse_run", "spec", spec, str)
+    if defaults is not None:
+        check_type("parse_run", "defaults", defaults, RunConfig)
     defaults = defaults or RunConfig()
     name, _, rest = spec.partition(":")
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
@@ -199,6 +226,7 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     (this rank's loss per micro-step), ``aug_first`` (its first augmentation noise values),
     ``allreduce_calls``, ``optimizer_steps`` and ``epoch_seconds``.
     """
+    check_type("train", "cfg", cfg, RunConfig)
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cpu")
     if dist.get_backend() == "nccl":
@@ -211,7 +239,8 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     model = make_model(cfg).to(device)
     init_hash = params_hash(model)
     # 2. Wrap: DDP broadcasts rank 0's parameters and buffers to all ranks here.
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    device_ids = [device.index] if device.type == "cuda" else None
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     wrapped_hash = params_hash(model)
     counter = _AllReduceCounter()
     ddp.register_comm_hook(counter, _AllReduceCounter.hook)
@@ -267,62 +296,150 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     return result
 
 
-def train_reference(cfg: RunConfig, world_size: int) -> tuple[nn.Module, list[float]]:
-    """Train ``cfg`` in ONE process on the global batches a ``world_size``-rank DDP run uses.
-
-    Each step concatenates the batch every rank would read (same samplers, same per-rank
-    augmentation generators) and takes the mean loss over the global batch: the mean of the
-    ranks' mean losses, which is what DDP's averaged gradients descend.
-
-    Returns:
-        The trained model (on CPU) and the global loss per micro-step.
-    """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"train_reference: world_size must be an integer >= 1, got {world_size!r}")
+def _train_one_process(where: str, cfg: RunConfig, world_size: int, data_parallel: bool
+                       ) -> tuple[nn.Module, list[float], list[float]]:
+    """The loop of :func:`train_reference` and :func:`train_data_parallel`."""
+    check_type(where, "cfg", cfg, RunConfig)
+    world_size = check_int(where, "world_size", world_size, minimum=1)
     micro = cfg.steps_per_epoch(world_size)
+    device = torch.device("cuda" if data_parallel and torch.cuda.is_available() else "cpu")
     torch.manual_seed(cfg.seed)
-    model = make_model(cfg)
+    model = make_model(cfg).to(device)
+    net = model
+    if data_parallel:   # one GPU per rank of the DDP run, as far as there are GPUs; CPU: none
+        gpus = min(world_size, torch.cuda.device_count())
+        net = nn.DataParallel(model, device_ids=list(range(gpus)) if gpus else None)
     data = make_dataset(cfg)
     samplers = [DistributedSampler(data, num_replicas=world_size, rank=r, shuffle=True,
                                    seed=cfg.seed, drop_last=True) for r in range(world_size)]
     augs = [torch.Generator().manual_seed(cfg.seed + 1 + r) for r in range(world_size)]
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)
-    losses, b = [], cfg.batch_size
+    losses, epoch_seconds, b = [], [], cfg.batch_size
     for epoch in range(cfg.epochs):
         if cfg.set_epoch:
             for s in samplers:
                 s.set_epoch(epoch)
         orders = [list(s) for s in samplers]
+        start = time.perf_counter()
         for i in range(micro):
             xs, ys = [], []
             for r in range(world_size):
                 idx = orders[r][i * b:(i + 1) * b]
-                xs.append(data.X[idx] + cfg.noise * torch.randn((b, cfg.features), generator=augs[r]))
+                noise = torch.randn((b, cfg.features), generator=augs[r])
+                xs.append(data.X[idx] + cfg.noise * noise)
                 ys.append(data.y[idx])
-            loss = F.cross_entropy(model(torch.cat(xs)), torch.cat(ys)) / cfg.accum
+            x, y = torch.cat(xs).to(device), torch.cat(ys).to(device)
+            loss = F.cross_entropy(net(x), y) / cfg.accum
             loss.backward()
             losses.append(loss.item() * cfg.accum)
             if (i + 1) % cfg.accum == 0:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        epoch_seconds.append(time.perf_counter() - start)
+    return model.cpu(), losses, epoch_seconds
+
+
+def train_reference(cfg: RunConfig, world_size: int) -> tuple[nn.Module, list[float]]:
+    """Train ``cfg`` in ONE process on the global batches a ``world_size``-rank DDP run uses.
+
+    Each step concatenates the batch every rank would read (same samplers, same per-rank
+    augmentation generators) and takes the mean loss over the global batch: the mean of the
+    ranks' mean losses, which is what DDP's averaged gradients descend. Runs on the CPU.
+
+    Returns:
+        The trained model (on CPU) and the global loss per micro-step.
+
+    Raises:
+        TypeError: ``cfg`` is not a :class:`RunConfig` or ``world_size`` not an integer.
+        ValueError: ``world_size < 1`` or batches per epoch not a multiple of ``accum``.
+    """
+    model, losses, _ = _train_one_process("train_reference", cfg, world_size, False)
     return model, losses
 
 
-def load_results(out_dir: str | os.PathLike, name: str, world_size: int) -> list[dict[str, Any]]:
-    """Read the per-rank JSON results of run ``name``, ordered by rank.
+def train_data_parallel(cfg: RunConfig, world_size: int
+                        ) -> tuple[nn.Module, list[float], list[float]]:
+    """Train ``cfg`` like :func:`train_reference`, through ``nn.DataParallel``.
+
+    With CUDA, the model lives on the first GPU and ``nn.DataParallel`` splits every global
+    batch over ``min(world_size, GPUs)`` GPUs (one per rank of the DDP run), running the
+    replicas in threads of this one process and gathering the outputs on the first GPU (the
+    design DDP replaces). Without CUDA,
+    ``DataParallel`` has no devices and its forward calls the module itself, so the result
+    is :func:`train_reference`'s, bitwise.
+
+    Returns:
+        The trained module (unwrapped, moved to the CPU), the global loss per micro-step,
+        and the seconds of each epoch (synchronised with the GPU).
 
     Raises:
+        TypeError, ValueError: as :func:`train_reference`.
+    """
+    return _train_one_process("train_data_parallel", cfg, world_size, True)
+
+
+def load_results(out_dir: str | os.PathLike, name: str, world_size: int
+                 ) -> list[dict[str, Any]]:
+    """Read the per-rank JSON results of run ``name``, ordered by rank.
+
+    Every file is checked: valid JSON, an object, written for run ``name``, by the rank its
+    name says, in a run of ``world_size`` ranks. Errors name the file.
+
+    Raises:
+        TypeError: on arguments of the wrong type.
+        ValueError: ``world_size < 1``, or a file that fails a check above (damaged,
+            truncated, or copied from another run or rank).
         FileNotFoundError: a rank's file is missing (that rank failed or never ran ``name``).
     """
+    check_type("load_results", "out_dir", out_dir, (str, os.PathLike))
+    check_type("load_results", "name", name, str)
+    world_size = check_int("load_results", "world_size", world_size, minimum=1)
     out_dir = Path(out_dir)
     results = []
     for r in range(world_size):
         path = out_dir / f"{name}.rank{r}.json"
         if not path.is_file():
             raise FileNotFoundError(f"load_results: no results of run {name!r} for rank {r} "
-                                    f"(expected {path.name})")
-        results.append(json.loads(path.read_text()))
+                                    f"(expected {path})")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+            raise ValueError(f"load_results: {path} is not valid JSON ({reason}): damaged, or "
+                             f"its writer was killed") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"load_results: {path} is not a results object (a JSON object "
+                             f"written by ddp_train.train), got {type(data).__name__}")
+        for key, expected, what in (("name", name, "run"), ("rank", r, "rank"),
+                                    ("world_size", world_size, "world size")):
+            if data.get(key) != expected:
+                raise ValueError(f"load_results: {path} holds {what} {data.get(key)!r}, "
+                                 f"expected {what} {expected!r}")
+        results.append(data)
     return results
+
+
+def slowest_epoch_seconds(rank_results: Sequence[dict[str, Any]], skip: int = 1) -> list[float]:
+    """Seconds of each epoch on the slowest rank (the one that sets the pace), for timing.
+
+    Args:
+        rank_results: the per-rank results of one run (:func:`load_results`).
+        skip: leading epochs to drop (warm-up: allocator, first communication).
+
+    Raises:
+        TypeError: on a ``skip`` that is not an integer.
+        ValueError: no results, ranks that ran different numbers of epochs, or nothing left
+            after ``skip``.
+    """
+    skip = check_int("slowest_epoch_seconds", "skip", skip, minimum=0)
+    per_rank = [list(r["epoch_seconds"]) for r in rank_results]
+    if not per_rank or len({len(t) for t in per_rank}) != 1 or len(per_rank[0]) <= skip:
+        raise ValueError(f"slowest_epoch_seconds: need the results of one run, every rank with "
+                         f"the same number of epochs (more than skip={skip}); got "
+                         f"{[len(t) for t in per_rank]} epochs per rank")
+    return [max(ts) for ts in zip(*per_rank)][skip:]
 
 
 def _choose_backend(requested: str) -> str:

@@ -15,13 +15,22 @@ Guarantees of :func:`run_torchrun`:
   :mod:`tricks_helpers.ddp_train`);
 - a failing worker raises :class:`WorkerFailedError` carrying the failed rank, its exit code
   and the tail of its stderr (the Python traceback);
+- every argument is checked before anything starts (wrong type: :class:`TypeError`, wrong
+  value: :class:`ValueError`, the package's policy);
 - on timeout, or on any exception while waiting (e.g. a KeyboardInterrupt), the launcher is
   sent SIGTERM, then after ``grace`` seconds it and every process it started (workers run in
-  their own sessions, so each worker's process group) are sent SIGKILL: no process is left
-  running when the function returns or raises.
+  their own sessions, so each worker's process group) are sent SIGKILL;
+- on success too, processes the launch started and left running (e.g. a background process a
+  worker started and never waited for, even in a session of its own) are sent SIGTERM, then
+  SIGKILL after ``grace`` seconds, and counted in :attr:`LaunchResult.leftover`: no process of
+  the launch is left running when the function returns or raises.
 
-Process-tree cleanup reads ``/proc`` and so is complete on Linux; elsewhere only the
-launcher's own process group is signalled.
+How the launch's processes are found: every process started by the launch inherits an
+environment variable with a marker unique to the launch (``TRICKS_HELPERS_LAUNCH_ID``), and
+``/proc/<pid>/environ`` is searched for it; the launcher's process tree is walked as well. A
+process that replaces its environment before starting a child, and then leaves the tree (a
+double fork), escapes both. This cleanup reads ``/proc`` and so is complete on Linux; elsewhere
+only the launcher's own process group is signalled.
 
 Beware: torchrun parses the whole command line and accepts abbreviations of its own options,
 so a script option that abbreviates one of torchrun's (``--run`` for ``--run-path``) is
@@ -31,6 +40,7 @@ that they do not.
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import shutil
@@ -39,14 +49,21 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any
+
+from tricks_helpers._checks import check_bool, check_int, check_number, check_type
 
 __all__ = ["LaunchError", "WorkerFailedError", "LaunchTimeoutError", "LaunchResult",
            "torchrun_command", "run_torchrun"]
 
 _TAIL_LINES = 25
+#: Environment variable carrying a marker unique to one launch (see the module docstring).
+MARKER_VARIABLE = "TRICKS_HELPERS_LAUNCH_ID"
+_NNODES = re.compile(r"^(\d+)(?::(\d+))?$")
 
 
 class LaunchError(RuntimeError):
@@ -100,6 +117,8 @@ class LaunchResult:
         stderr: rank -> everything that rank wrote to stderr.
         launcher_output: torchrun's own stdout and stderr (not the workers').
         seconds: wall time of the whole launch, process start-up included.
+        leftover: processes of the launch still running after torchrun exited (e.g. a
+            worker's background child), which were then killed; 0 for a tidy script.
     """
 
     command: tuple[str, ...]
@@ -108,11 +127,88 @@ class LaunchResult:
     stderr: dict[int, str] = field(default_factory=dict)
     launcher_output: str = ""
     seconds: float = 0.0
+    leftover: int = 0
 
 
-def _check_positive_int(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+def _check_args(where: str, args: Any) -> list[str]:
+    """Script arguments as strings: str, path-like objects and numbers are accepted."""
+    if isinstance(args, (str, bytes)):
+        raise TypeError(f"{where}: args must be a sequence of strings, not one string "
+                        f"(split it: {str(args).split()!r})")
+    check_type(where, "args", args, Sequence)
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, (str, os.PathLike)):
+            out.append(os.fspath(a))
+        elif isinstance(a, numbers.Real) and not isinstance(a, bool):
+            out.append(str(a))
+        else:
+            raise TypeError(f"{where}: args[{i}] must be a string, a path or a number, got "
+                            f"{type(a).__name__} {a!r}")
+    return out
+
+
+def _check_nnodes(where: str, nnodes: Any) -> str:
+    """``nnodes`` as torchrun wants it: ``"N"`` or an elastic range ``"MIN:MAX"``."""
+    if isinstance(nnodes, str):
+        m = _NNODES.match(nnodes)
+        low = int(m.group(1)) if m else 0
+        high = int(m.group(2)) if m and m.group(2) else low
+        if not m or low < 1 or high < low:
+            raise ValueError(f"{where}: nnodes must be an integer >= 1 or a range 'MIN:MAX' "
+                             f"with 1 <= MIN <= MAX, got {nnodes!r}")
+        return nnodes
+    if isinstance(nnodes, bool) or not isinstance(nnodes, numbers.Integral):
+        raise TypeError(f"{where}: nnodes must be an integer or a 'MIN:MAX' string, got "
+                        f"{type(nnodes).__name__} {nnodes!r}")
+    if nnodes < 1:
+        raise ValueError(f"{where}: nnodes must be an integer >= 1, got {nnodes!r}")
+    return str(int(nnodes))
+
+
+def _build_command(where: str, target: Any, args: Any, *, nproc_per_node: Any, module: Any,
+                   nnodes: Any, rdzv_endpoint: Any, rdzv_id: Any, rdzv_backend: Any,
+                   launcher: Any) -> list[str]:
+    check_type(where, "target", target, (str, os.PathLike))
+    target = os.fspath(target)
+    if not isinstance(target, str):
+        raise TypeError(f"{where}: target must be a str path, got a {type(target).__name__} one")
+    if not target.strip():
+        raise ValueError(f"{where}: target must be a non-empty script path or module")
+    script_args = _check_args(where, args)
+    check_int(where, "nproc_per_node", nproc_per_node, minimum=1)
+    check_bool(where, "module", module)
+    check_type(where, "rdzv_backend", rdzv_backend, str)
+    if not rdzv_backend.strip():
+        raise ValueError(f"{where}: rdzv_backend must be a non-empty name such as 'c10d'")
+    for name, value in (("rdzv_endpoint", rdzv_endpoint), ("rdzv_id", rdzv_id)):
+        if value is not None:
+            check_type(where, name, value, str)
+    if launcher is None:
+        cmd = [sys.executable, "-m", "torch.distributed.run"]
+    else:
+        if isinstance(launcher, (str, bytes)):
+            raise TypeError(f"{where}: launcher must be a sequence of strings such as "
+                            f"[{launcher!r}], not one string")
+        check_type(where, "launcher", launcher, Sequence)
+        if len(launcher) == 0:
+            raise ValueError(f"{where}: launcher must not be empty (default: this Python's "
+                             f"torch.distributed.run)")
+        for i, part in enumerate(launcher):
+            check_type(where, f"launcher[{i}]", part, str)
+        cmd = list(launcher)
+    if nnodes is None:
+        cmd += ["--standalone"]
+    else:
+        nodes = _check_nnodes(where, nnodes)
+        if not rdzv_endpoint or not rdzv_id:
+            raise ValueError(f"{where}: a multi-node launch (nnodes) needs rdzv_endpoint "
+                             "('host:port') and rdzv_id (a job id shared by all nodes)")
+        cmd += ["--nnodes", nodes, "--rdzv-backend", rdzv_backend,
+                "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id]
+    cmd += ["--nproc-per-node", str(int(nproc_per_node))]
+    cmd += ["-m", target] if module else [target]
+    return cmd + script_args
 
 
 def torchrun_command(target: str | os.PathLike, args: Sequence[str] = (), *,
@@ -142,28 +238,14 @@ def torchrun_command(target: str | os.PathLike, args: Sequence[str] = (), *,
         The command as a list of strings.
 
     Raises:
-        ValueError: on an empty target, a bad process count, or a multi-node launch without
-            endpoint or id.
+        TypeError: on an argument of the wrong type, e.g. ``args`` or ``launcher`` given as
+            one string (``launcher="torchrun"``: write ``["torchrun"]``).
+        ValueError: on an empty target or launcher, a process or node count below 1, or a
+            multi-node launch without endpoint or id.
     """
-    target = os.fspath(target)
-    if not target.strip():
-        raise ValueError("torchrun_command: target must be a non-empty script path or module")
-    _check_positive_int("nproc_per_node", nproc_per_node)
-    if isinstance(args, str):
-        raise ValueError("torchrun_command: args must be a sequence of strings, not one string")
-    cmd = list(launcher) if launcher is not None else [sys.executable, "-m", "torch.distributed.run"]
-    if nnodes is None:
-        cmd += ["--standalone"]
-    else:
-        if not rdzv_endpoint or not rdzv_id:
-            raise ValueError("torchrun_command: a multi-node launch (nnodes) needs rdzv_endpoint "
-                             "('host:port') and rdzv_id (a job id shared by all nodes)")
-        cmd += ["--nnodes", str(nnodes), "--rdzv-backend", rdzv_backend,
-                "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id]
-    cmd += ["--nproc-per-node", str(nproc_per_node)]
-    cmd += ["-m", target] if module else [target]
-    cmd += [str(a) for a in args]
-    return cmd
+    return _build_command("torchrun_command", target, args, nproc_per_node=nproc_per_node,
+                          module=module, nnodes=nnodes, rdzv_endpoint=rdzv_endpoint,
+                          rdzv_id=rdzv_id, rdzv_backend=rdzv_backend, launcher=launcher)
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -197,6 +279,57 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _marked_pids(marker: str) -> list[int]:
+    """Processes whose environment holds this launch's marker (empty where /proc is absent)."""
+    needle = f"{MARKER_VARIABLE}={marker}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path("/proc", entry, "environ").read_bytes()
+        except OSError:   # gone, or another user's process
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path("/proc", str(pid), "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:stat.rfind(")") + 3] not in ("Z", "X")
+
+
+def _kill_marked(marker: str, grace: float) -> int:
+    """SIGTERM the processes carrying ``marker``, SIGKILL what remains after ``grace`` s.
+
+    Returns:
+        How many marked processes were running when called.
+    """
+    first = _marked_pids(marker)
+    for pid in first:
+        _kill(pid, signal.SIGTERM, group=False)
+    deadline = time.monotonic() + grace
+    while any(_running(p) for p in first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _ in range(100):   # re-scan: a process may have started a child meanwhile
+        left = [p for p in _marked_pids(marker) if _running(p)]
+        if not left:
+            break
+        for pid in left:
+            _kill(pid, signal.SIGKILL, group=False)
+        time.sleep(0.01)
+    return len(first)
+
+
 def _kill(pid: int, sig: int, group: bool) -> None:
     try:
         if group:
@@ -207,7 +340,7 @@ def _kill(pid: int, sig: int, group: bool) -> None:
         pass
 
 
-def _terminate_tree(proc: subprocess.Popen, grace: float) -> None:
+def _terminate_tree(proc: subprocess.Popen, grace: float, marker: str) -> None:
     """SIGTERM the launcher, wait ``grace`` s, then SIGKILL it and everything it started."""
     known = set(_descendants(proc.pid))
     if proc.poll() is None:
@@ -225,6 +358,7 @@ def _terminate_tree(proc: subprocess.Popen, grace: float) -> None:
         _kill(pid, signal.SIGKILL, group=True)
         _kill(pid, signal.SIGKILL, group=False)
     proc.wait()
+    _kill_marked(marker, 0.0)   # what left the tree: background children of the workers
 
 
 def _read_rank_logs(log_dir: Path, nproc: int) -> tuple[dict[int, str], dict[int, str]]:
@@ -257,38 +391,61 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
 
     Args:
         target: a script path, or a module name when ``module`` is true.
-        args: arguments for the script (strings; other values are converted with ``str``).
+        args: arguments for the script (strings, paths or numbers; converted to strings).
         nproc_per_node: number of worker processes (ranks).
         module: run ``python -m target`` in each worker.
-        timeout: seconds before everything is killed and :class:`LaunchTimeoutError` raised.
-        grace: seconds between SIGTERM and SIGKILL when killing.
-        env: variables added to (or overriding) this process's environment for the launch.
-        cwd: working directory of the launch (default: the current one).
+        timeout: seconds (finite, > 0) before everything is killed and
+            :class:`LaunchTimeoutError` raised.
+        grace: seconds (finite, >= 0) between SIGTERM and SIGKILL when killing.
+        env: variables added to (or overriding) this process's environment for the launch
+            (string keys; string or number values).
+        cwd: working directory of the launch (default: the current one); must exist.
 
     Returns:
         A :class:`LaunchResult` with each rank's stdout/stderr.
 
     Raises:
-        ValueError: on bad arguments (see :func:`torchrun_command`), a non-positive timeout,
-            or a script path that does not exist.
+        TypeError: on an argument of the wrong type (see :func:`torchrun_command`).
+        ValueError: on a bad value (see :func:`torchrun_command`), a timeout that is not a
+            finite positive number, a negative or infinite grace, a missing ``cwd`` or a
+            script path that does not exist. All of these are raised before anything starts.
         WorkerFailedError: a worker exited with a non-zero code.
         LaunchTimeoutError: the launch did not finish within ``timeout`` seconds.
     """
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"run_torchrun: timeout must be a positive number of seconds, got {timeout!r}")
-    if not (isinstance(grace, (int, float)) and grace >= 0):
-        raise ValueError(f"run_torchrun: grace must be >= 0 seconds, got {grace!r}")
+    where = "run_torchrun"
+    base = _build_command(where, target, args, nproc_per_node=nproc_per_node, module=module,
+                          nnodes=None, rdzv_endpoint=None, rdzv_id=None, rdzv_backend="c10d",
+                          launcher=None)
+    timeout = check_number(where, "timeout", timeout, minimum=0.0, strict_minimum=True)
+    grace = check_number(where, "grace", grace, minimum=0.0)
+    extra_env = {}
+    if env is not None:
+        check_type(where, "env", env, Mapping)
+        for key, value in env.items():
+            check_type(where, "env keys", key, str)
+            if isinstance(value, str):
+                extra_env[key] = value
+            elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+                extra_env[key] = str(value)
+            else:
+                raise TypeError(f"{where}: env[{key!r}] must be a string or a number, got "
+                                f"{type(value).__name__} {value!r}")
+    if cwd is not None:
+        check_type(where, "cwd", cwd, (str, os.PathLike))
+        if not Path(cwd).is_dir():
+            raise ValueError(f"{where}: cwd: no such directory: {os.fspath(cwd)!r}")
     if not module:
         script = Path(cwd or ".", target)
         if not script.is_file():
-            raise ValueError(f"run_torchrun: no such script: {os.fspath(target)!r}")
-    base = torchrun_command(target, args, nproc_per_node=nproc_per_node, module=module)
+            raise ValueError(f"{where}: no such script: {os.fspath(target)!r}")
+    marker = uuid.uuid4().hex
+    full_env = dict(os.environ)
+    full_env.update(extra_env)
+    full_env[MARKER_VARIABLE] = marker
     log_dir = Path(tempfile.mkdtemp(prefix="torchrun_logs_"))
     # options go before the script: insert after "--standalone"
     i = base.index("--standalone") + 1
     cmd = base[:i] + ["--log-dir", str(log_dir), "--redirects", "3"] + base[i:]
-    full_env = dict(os.environ)
-    full_env.update({str(k): str(v) for k, v in (env or {}).items()})
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -296,7 +453,7 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         try:
             launcher_output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _terminate_tree(proc, grace)
+            _terminate_tree(proc, grace, marker)
             launcher_output = proc.stdout.read() if proc.stdout else ""
             out, err = _read_rank_logs(log_dir, nproc_per_node)
             result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output,
@@ -305,13 +462,14 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
                 f"torchrun did not finish within {timeout:g} s; all its processes were killed",
                 timeout=float(timeout), result=result) from None
         except BaseException:
-            _terminate_tree(proc, grace)
+            _terminate_tree(proc, grace, marker)
             raise
+        leftover = _kill_marked(marker, grace)
         out, err = _read_rank_logs(log_dir, nproc_per_node)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
     result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output or "",
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, leftover)
     if proc.returncode != 0:
         m = _ROOT_CAUSE.search(result.launcher_output)
         rank = int(m.group(1)) if m else None
@@ -321,7 +479,8 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         else:
             error_text = _tail(result.launcher_output)
         where = f"rank {rank}" if rank is not None else "a worker"
-        code = f"exit code {exitcode}" if exitcode is not None else f"launcher exit code {proc.returncode}"
+        code = (f"exit code {exitcode}" if exitcode is not None
+                else f"launcher exit code {proc.returncode}")
         raise WorkerFailedError(f"{where} failed ({code}); its stderr ends with:\n{error_text}",
                                 rank=rank, exitcode=exitcode, returncode=proc.returncode,
                                 error_text=error_text, result=result)

@@ -3,10 +3,14 @@
 ``torch.profiler`` prints a table made for eyes; :func:`op_stats` turns the same numbers
 (``prof.key_averages()``) into :class:`OpStat` rows a notebook can sort, filter and assert
 on. :func:`range_stats` picks the ``record_function`` ranges a training loop labelled
-(``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one.
+(``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one, and
+:func:`range_durations` lists the duration of every occurrence of a range (one per step), so
+that a chapter can decide on the median step, which one step slowed down by another process
+cannot move.
 :func:`cprofile_stats` does the same for a :mod:`cProfile` run, with function names
-stripped of machine paths, and :func:`trace_event_counts` reads a Chrome trace file
-(``prof.export_chrome_trace``) back to count the events in it.
+stripped of machine paths. :func:`trace_event_counts` reads a Chrome trace file
+(``prof.export_chrome_trace``, plain or gzip-compressed) back to count the events in it, and
+:func:`trace_spans` returns its ranges as a timeline (start and duration of each), e.g. to plot.
 
 Times are in microseconds as the profiler reports them; they are measurements (print
 them with :func:`tricks_helpers.bench.fmt_time`), whereas names and call counts are
@@ -16,16 +20,22 @@ facts of the code that ran and can be compared and asserted.
 from __future__ import annotations
 
 import cProfile
+import gzip
 import json
 import os
 import pstats
+import zlib
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-__all__ = ["OpStat", "FuncStat", "op_stats", "top_ops", "range_stats", "largest_range",
-           "cprofile_stats", "trace_event_counts"]
+from tricks_helpers._checks import check_bool, check_choice, check_int, check_type
+
+__all__ = ["OpStat", "FuncStat", "TraceSpan", "op_stats", "top_ops", "range_stats",
+           "largest_range", "range_durations", "cprofile_stats", "trace_event_counts",
+           "trace_spans"]
 
 _SORT_KEYS = ("self_cpu_us", "cpu_total_us", "calls", "self_cpu_memory_bytes", "self_device_us")
 
@@ -99,25 +109,37 @@ def top_ops(source: Any, n: int = 5, by: str = "self_cpu_us", *,
         include_ranges: keep ``record_function`` ranges (default: operators only).
 
     Raises:
+        TypeError: ``n`` is not an integer or ``include_ranges`` not a bool.
         ValueError: on an unknown ``by`` or ``n < 1``.
     """
-    if by not in _SORT_KEYS:
-        raise ValueError(f"top_ops: by must be one of {_SORT_KEYS}, got {by!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"top_ops: n must be an integer >= 1, got {n!r}")
+    check_type("top_ops", "by", by, str)
+    check_choice("top_ops", "by", by, _SORT_KEYS)
+    n = check_int("top_ops", "n", n, minimum=1)
+    check_bool("top_ops", "include_ranges", include_ranges)
     rows = [r for r in op_stats(source) if include_ranges or not r.is_range]
     return sorted(rows, key=lambda r: (-getattr(r, by), r.name))[:n]
+
+
+def _check_names(where: str, names: Any) -> None:
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{where}: names must be a sequence of range names such as "
+                        f"[{names!r}], not one string")
+    check_type(where, "names", names, Sequence)
+    if not names:
+        raise ValueError(f"{where}: names must be a non-empty sequence of range names")
+    for i, name in enumerate(names):
+        check_type(where, f"names[{i}]", name, str)
 
 
 def range_stats(source: Any, names: Sequence[str]) -> dict[str, OpStat]:
     """The rows of the ``record_function`` ranges ``names``, in the order given.
 
     Raises:
+        TypeError: ``names`` is one string, or not a sequence of strings.
         ValueError: ``names`` is empty, or a range was not recorded (the message lists the
             ranges that were).
     """
-    if isinstance(names, str) or not names:
-        raise ValueError("range_stats: names must be a non-empty sequence of range names")
+    _check_names("range_stats", names)
     rows = {r.name: r for r in op_stats(source)}
     missing = [n for n in names if n not in rows]
     if missing:
@@ -128,11 +150,50 @@ def range_stats(source: Any, names: Sequence[str]) -> dict[str, OpStat]:
 
 
 def largest_range(source: Any, names: Sequence[str], by: str = "cpu_total_us") -> str:
-    """Name of the range among ``names`` with the largest ``by`` (default: CPU time total)."""
-    if by not in _SORT_KEYS:
-        raise ValueError(f"largest_range: by must be one of {_SORT_KEYS}, got {by!r}")
+    """Name of the range among ``names`` with the largest ``by`` (default: CPU time total).
+
+    Raises:
+        TypeError, ValueError: as :func:`range_stats`, or on an unknown ``by``.
+    """
+    check_type("largest_range", "by", by, str)
+    check_choice("largest_range", "by", by, _SORT_KEYS)
+    _check_names("largest_range", names)
     stats = range_stats(source, names)
     return max(names, key=lambda n: getattr(stats[n], by))
+
+
+def range_durations(source: Any, names: Sequence[str]) -> dict[str, list[float]]:
+    """Duration of every occurrence of the ``record_function`` ranges ``names``, in time order.
+
+    With a ``schedule``, a range opened once per step gives one duration per kept step, so
+    ``statistics.median`` of the list is the time of a typical step.
+
+    Args:
+        source: a finished ``torch.profiler.profile``, or its ``events()`` (not
+            ``key_averages()``, which has only totals).
+        names: the ranges, e.g. ``["data", "forward"]``.
+
+    Returns:
+        name -> durations in microseconds (wall time on the CPU thread, children included).
+
+    Raises:
+        TypeError: ``source`` is neither, or ``names`` is not a sequence of strings.
+        ValueError: ``names`` is empty or a range was not recorded.
+    """
+    from torch.autograd.profiler_util import EventList, FunctionEventAvg
+    _check_names("range_durations", names)
+    events = source.events() if hasattr(source, "events") and callable(source.events) else source
+    if not isinstance(events, EventList) or any(isinstance(e, FunctionEventAvg) for e in events):
+        raise TypeError("range_durations: expected a torch.profiler.profile or its events(), got "
+                        f"{type(source).__name__} (key_averages() has totals only)")
+    found: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    for e in events:
+        if e.name in found:
+            found[e.name].append((float(e.time_range.start), float(e.time_range.elapsed_us())))
+    missing = [n for n, d in found.items() if not d]
+    if missing:
+        raise ValueError(f"range_durations: range(s) {missing} not in the profile")
+    return {n: [d for _, d in sorted(found[n])] for n in names}
 
 
 @dataclass(frozen=True)
@@ -167,7 +228,8 @@ def _where(filename: str, line: int) -> str:
     return f"{os.path.basename(filename)}:{line}"
 
 
-def cprofile_stats(source: cProfile.Profile | pstats.Stats, sort: str = "tottime") -> list[FuncStat]:
+def cprofile_stats(source: cProfile.Profile | pstats.Stats,
+                   sort: str = "tottime") -> list[FuncStat]:
     """Every function of a cProfile run as :class:`FuncStat`, largest ``sort`` first.
 
     Args:
@@ -176,15 +238,16 @@ def cprofile_stats(source: cProfile.Profile | pstats.Stats, sort: str = "tottime
 
     Raises:
         ValueError: on another ``sort``, or a profile that recorded nothing.
-        TypeError: ``source`` is neither type.
+        TypeError: ``source`` is neither type, or ``sort`` is not a string.
     """
-    if sort not in ("tottime", "cumtime", "calls"):
-        raise ValueError(f"cprofile_stats: sort must be 'tottime', 'cumtime' or 'calls', got {sort!r}")
+    check_type("cprofile_stats", "sort", sort, str)
+    check_choice("cprofile_stats", "sort", sort, ("tottime", "cumtime", "calls"))
     if isinstance(source, cProfile.Profile):
         try:
             source = pstats.Stats(source)
         except TypeError:
-            raise ValueError("cprofile_stats: the profile recorded nothing (was it enabled?)") from None
+            raise ValueError("cprofile_stats: the profile recorded nothing "
+                             "(was it enabled?)") from None
     if not isinstance(source, pstats.Stats):
         raise TypeError(f"cprofile_stats: expected cProfile.Profile or pstats.Stats, got "
                         f"{type(source).__name__}")
@@ -198,24 +261,122 @@ def cprofile_stats(source: cProfile.Profile | pstats.Stats, sort: str = "tottime
     return sorted(rows, key=lambda r: (-getattr(r, sort), r.name, r.where))
 
 
-def trace_event_counts(path: str | os.PathLike, category: str | None = "user_annotation") -> Counter:
+def _trace_events(where: str, path: Any) -> list[Any]:
+    """The ``traceEvents`` list of a Chrome trace, plain JSON or gzip (detected by content)."""
+    check_type(where, "path", path, (str, os.PathLike))
+    path = Path(path)
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":   # gzip magic: export_chrome_trace("....json.gz") writes this
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ValueError(f"{where}: {path.name} is a damaged gzip file ({exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: {path.name} is not a UTF-8 JSON file nor gzip-compressed "
+                         f"JSON; is it a Chrome trace from export_chrome_trace?") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: {path.name} is not JSON ({exc.msg})") from None
+    events = data.get("traceEvents") if isinstance(data, dict) else None
+    if not isinstance(events, list):
+        raise ValueError(f"{where}: {path.name} has no 'traceEvents' list; "
+                         "is it a Chrome trace from export_chrome_trace?")
+    return events
+
+
+def _check_category(where: str, category: Any) -> None:
+    if category is not None:
+        check_type(where, "category", category, str)
+
+
+def trace_event_counts(path: str | os.PathLike,
+                       category: str | None = "user_annotation") -> Counter:
     """Count the events of a Chrome trace file by name (e.g. one ``data`` event per step).
 
     Args:
-        path: a file written by ``prof.export_chrome_trace``.
+        path: a file written by ``prof.export_chrome_trace``; gzip-compressed files (what it
+            writes for a ``.gz`` path) are recognised by their content and read too.
         category: keep only events of this ``cat`` (default: ``record_function`` ranges);
             ``None`` counts every named event.
 
     Raises:
-        ValueError: the file is not a Chrome trace (no ``traceEvents`` list).
+        TypeError: ``path`` is not a path or ``category`` not a string or ``None``.
+        ValueError: the file is not a Chrome trace (not JSON, damaged gzip, or no
+            ``traceEvents`` list); the message names the file.
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"trace_event_counts: {Path(path).name} is not JSON ({exc.msg})") from None
-    events = data.get("traceEvents") if isinstance(data, dict) else None
-    if not isinstance(events, list):
-        raise ValueError(f"trace_event_counts: {Path(path).name} has no 'traceEvents' list; "
-                         "is it a Chrome trace from export_chrome_trace?")
+    _check_category("trace_event_counts", category)
+    events = _trace_events("trace_event_counts", path)
     return Counter(e["name"] for e in events
-                   if isinstance(e, dict) and "name" in e and (category is None or e.get("cat") == category))
+                   if isinstance(e, dict) and "name" in e
+                   and (category is None or e.get("cat") == category))
+
+
+@dataclass(frozen=True)
+class TraceSpan:
+    """One complete event (``"ph": "X"``) of a Chrome trace: a range or an operator.
+
+    Attributes:
+        name: e.g. ``"data"`` or ``"aten::mm"``; ``"ProfilerStep#3"`` for a step.
+        start_us: microseconds from the first complete event of the selected category (of
+            any category when :func:`trace_spans` was called with ``category=None``).
+        duration_us: its duration in microseconds.
+        thread: the thread it ran on, as the trace names it.
+        category: the event's ``cat``, e.g. ``"user_annotation"`` for a ``record_function``
+            range, ``"cpu_op"`` for an operator, ``"gpu_user_annotation"`` for a range on a
+            GPU stream.
+    """
+
+    name: str
+    start_us: float
+    duration_us: float
+    thread: str
+    category: str
+
+
+def trace_spans(path: str | os.PathLike, names: Sequence[str] | None = None,
+                category: str | None = "user_annotation") -> list[TraceSpan]:
+    """The complete events of a Chrome trace as a timeline, in time order.
+
+    Times are measurements (they change from run to run); names, counts and the order of
+    the ranges within a step are facts of the code that ran.
+
+    Args:
+        path: a Chrome trace, plain or gzip-compressed (see :func:`trace_event_counts`).
+        names: keep only events with these names (default: all of the category).
+        category: keep only events of this ``cat`` (default: ``record_function`` ranges,
+            ``ProfilerStep#N`` included); ``None`` keeps every complete event (read the
+            trace once, then split by :attr:`TraceSpan.category`).
+
+    Returns:
+        :class:`TraceSpan` rows sorted by start, longer first on ties (an enclosing range
+        before the ranges it contains). The time origin is the first event of the
+        category, whatever ``names`` keeps, so filtered timelines line up.
+
+    Raises:
+        TypeError: on arguments of the wrong type.
+        ValueError: the file is not a Chrome trace, or a name in ``names`` has no event.
+    """
+    _check_category("trace_spans", category)
+    if names is not None:
+        _check_names("trace_spans", names)
+    events = [e for e in _trace_events("trace_spans", path)
+              if isinstance(e, dict) and e.get("ph") == "X" and "name" in e
+              and isinstance(e.get("ts"), (int, float))
+              and (category is None or e.get("cat") == category)]
+    if not events:
+        return []
+    origin = min(float(e["ts"]) for e in events)
+    if names is not None:
+        missing = sorted(set(names) - {e["name"] for e in events})
+        if missing:
+            raise ValueError(f"trace_spans: no events named {missing} in "
+                             f"{Path(path).name} (category {category!r})")
+        events = [e for e in events if e["name"] in set(names)]
+    spans = [TraceSpan(name=str(e["name"]), start_us=float(e["ts"]) - origin,
+                       duration_us=float(e.get("dur", 0.0)), thread=str(e.get("tid", "")),
+                       category=str(e.get("cat", "")))
+             for e in events]
+    return sorted(spans, key=lambda sp: (sp.start_us, -sp.duration_us, sp.name))
