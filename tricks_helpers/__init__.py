@@ -20,6 +20,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`: torchrun from a notebook and
   the DDP training script (08).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09).
+- :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
+  cost behind ShuffleNetV2's guidelines (10).
 
 All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
 ``TypeError``, a wrong value ``ValueError``.
