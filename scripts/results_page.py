@@ -210,6 +210,12 @@ def data_digest(chapters: list[Chapter]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _plain_title(title: str, width: int = 70) -> str:
+    """A chapter title without markdown marks, cut to ``width`` characters for the chart."""
+    text = re.sub(r"[`*]", "", title)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 _STYLE = {  # verdict -> (colour, marker): distinguishable without colour too
     "FASTER": ("#1b7837", "o"),
     "SLOWER": ("#b2182b", "s"),
@@ -229,14 +235,14 @@ def render_chart(chapters: list[Chapter], path: Path) -> None:
     groups = [ch for ch in chapters if ch.rows]
     height = 1.4 + 0.26 * len(rows) + 0.32 * len(groups)
     with plt.rc_context({"svg.hashsalt": "results-page", "svg.fonttype": "none", "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(9.0, height))
+        fig, ax = plt.subplots(figsize=(7.5, height))
         y, ticks, labels = 0.0, [], []
         for ch in groups:
             y -= 0.5
             ax.text(
                 0.005,
                 y,
-                ch.title,
+                _plain_title(ch.title),
                 transform=ax.get_yaxis_transform(),
                 ha="left",
                 va="center",
@@ -265,8 +271,11 @@ def render_chart(chapters: list[Chapter], path: Path) -> None:
         hi = max([r["hi"] for r in rows] + [NOISE_THRESHOLD]) * 1.3
         ax.set_xlim(lo, hi)
         steps = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]
-        ax.xaxis.set_major_locator(FixedLocator([t for t in steps if lo <= t <= hi]))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:g}x"))
+        xticks = [t for t in steps if lo <= t <= hi]
+        if hi / lo < 20:  # a narrow range: label the threshold lines too
+            xticks = sorted(set(xticks) | {NOISE_THRESHOLD, 1 / NOISE_THRESHOLD})
+        ax.xaxis.set_major_locator(FixedLocator(xticks))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:.2g}x"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axvline(1.0, color="black", linewidth=1.0)
         for x in (NOISE_THRESHOLD, 1 / NOISE_THRESHOLD):
@@ -408,10 +417,9 @@ def write(chapters: list[Chapter], book: Path) -> None:
     tmp.replace(page)
     chart = book / CHART_NAME
     if any(ch.rows for ch in chapters):
-        if chart_digest(chart) != data_digest(chapters):  # unchanged data: keep the bytes
-            tmp = chart.with_name(chart.name + ".tmp")
-            render_chart(chapters, tmp)
-            tmp.replace(chart)
+        tmp = chart.with_name(chart.name + ".tmp")
+        render_chart(chapters, tmp)
+        tmp.replace(chart)
     elif chart.exists():
         chart.unlink()
 
