@@ -109,9 +109,20 @@ def autocast_dtypes(device: str | torch.device = "cpu") -> list[torch.dtype]:
     return [torch.float16] + ([torch.bfloat16] if native_bf16("cuda") else [])
 
 
+#: The torch release the book's stored outputs were executed with: the ``torch==`` pin of
+#: requirements.txt (tests/test_env_card.py keeps the two equal). The environment card warns
+#: on a visible line when another torch runs a page.
+EXECUTED_WITH_TORCH = "2.13.0"
+
+
 @dataclass(frozen=True)
 class EnvCard:
-    """What a chapter's measurements were made with."""
+    """What a chapter's measurements were made with, and when and from which commit.
+
+    ``executed`` (UTC date) and ``commit`` are the page's provenance; ``expected_torch`` is the
+    release the book's outputs were made with: when ``torch_version`` differs, the card gains a
+    visible ``warning`` line right under the torch line.
+    """
 
     torch_version: str
     torch_build: str
@@ -124,11 +135,27 @@ class EnvCard:
     gpu: str
     bf16: str
     extras: dict[str, str] = field(default_factory=dict)
+    executed: str = ""
+    commit: str = ""
+    expected_torch: str = EXECUTED_WITH_TORCH
+
+    @property
+    def torch_mismatch(self) -> bool:
+        """True when this torch is not the release the book's outputs were executed with."""
+        return bool(self.expected_torch) and self.torch_version != self.expected_torch
 
     def lines(self) -> list[str]:
         """The card as fixed ``key  value`` lines (see the module docstring)."""
-        rows = [
-            ("torch", f"{self.torch_version} (build {self.torch_build})"),
+        rows = [("torch", f"{self.torch_version} (build {self.torch_build})")]
+        if self.torch_mismatch:
+            rows.append(
+                (
+                    "warning",
+                    f"the book's outputs were made with torch "
+                    f"{self.expected_torch}: what you see may differ",
+                )
+            )
+        rows += [
             ("python", self.python),
             ("device", self.device),
             ("cpu", self.cpu),
@@ -138,11 +165,62 @@ class EnvCard:
             ("gpu", self.gpu),
             ("bf16", self.bf16),
         ]
+        rows += [
+            (key, value)
+            for key, value in (("executed", self.executed), ("commit", self.commit))
+            if value
+        ]
         rows += sorted(self.extras.items())
         return [f"  {key:<8} {value}" for key, value in rows]
 
     def __str__(self) -> str:
         return "\n".join(["environment"] + self.lines())
+
+
+def _run_git(root: Path, *args: str) -> str | None:
+    """``git -C root ARGS`` output, stripped; None where git is absent or fails."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def source_commit(package_dir: Path | None = None) -> str:
+    """The commit of the ``tricks_helpers`` code this process runs (a card line).
+
+    In a git checkout (``make venv`` installs the package editable): the short commit of
+    ``HEAD``, plus ``(+ uncommitted changes)`` when files other than notebooks differ from it
+    (notebooks are the outputs being made). Installed from git (the Colab set-up cell): the
+    commit pip recorded. Otherwise ``"unknown"``. Never raises.
+    """
+    import importlib.metadata
+    import json
+
+    root = (package_dir or Path(__file__).resolve().parent).parent
+    if (root / ".git").exists():
+        head = _run_git(root, "rev-parse", "--short=12", "HEAD")
+        if head:
+            dirty = _run_git(
+                root,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)*.ipynb",
+            )
+            return head + (" (+ uncommitted changes)" if dirty else "")
+    try:
+        direct = importlib.metadata.distribution("tricks_helpers").read_text("direct_url.json")
+        commit = json.loads(direct or "{}").get("vcs_info", {}).get("commit_id", "")
+    except (importlib.metadata.PackageNotFoundError, ValueError, AttributeError):
+        commit = ""
+    return f"{commit[:12]} (installed from git)" if commit else "unknown"
 
 
 def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
@@ -152,9 +230,11 @@ def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
         extras: further ``name -> version`` lines a chapter wants on its card (e.g. ``lmdb``).
 
     Returns:
-        An :class:`EnvCard`; reading it changes no global state (CUDA is only queried,
-        not initialised, where it is unavailable).
+        An :class:`EnvCard`, dated today (UTC) with :func:`source_commit`; reading it changes
+        no global state (CUDA is only queried, not initialised, where it is unavailable).
     """
+    import datetime
+
     version, _, build = torch.__version__.partition("+")
     has_cuda = torch.cuda.is_available()
     device = "cuda" if has_cuda else "cpu"
@@ -178,6 +258,8 @@ def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
         gpu=gpu,
         bf16=bf16_support(device),
         extras=dict(extras or {}),
+        executed=datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        commit=source_commit(),
     )
 
 
