@@ -1,4 +1,4 @@
-"""The ``"hdf5"`` format: one HDF5 file, all values back to back plus offsets (chapter 03).
+"""The ``"hdf5"`` format: one HDF5 file of values and offsets (introduced in chapter 03).
 
 ``data.h5`` holds a 1-D ``uint8`` dataset ``values`` (every value, in write order) and an
 ``int64`` dataset ``offsets`` (``len + 1`` entries): record ``i`` is

@@ -1,4 +1,4 @@
-"""The manifest of a store: what it holds, and the checks every reader relies on (chapter 03).
+"""A store's manifest and the checks every reader relies on (introduced in chapter 03).
 
 Every store is a directory holding its payload files and one JSON manifest, :data:`MANIFEST`.
 The manifest names the format, lists every record as ``[key, size, sha256, *where]`` in write
