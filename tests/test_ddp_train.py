@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import pytest
 import torch
 
-from tricks_helpers import ddp_train, launch
+from tricks_helpers import ddp_check, ddp_train, launch
 
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
 
@@ -65,14 +64,14 @@ def test_run_config_wrong_types_raise_type_error(kwargs, match):
 @pytest.mark.parametrize("call, match", [
     (lambda: ddp_train.parse_run(3), "spec must be str"),
     (lambda: ddp_train.parse_run("x", defaults={}), "defaults must be RunConfig"),
-    (lambda: ddp_train.train_reference("x", 2), "cfg must be RunConfig"),
-    (lambda: ddp_train.train_reference(ddp_train.RunConfig(), 2.0), "world_size must be an int"),
+    (lambda: ddp_check.train_reference("x", 2), "cfg must be RunConfig"),
+    (lambda: ddp_check.train_reference(ddp_train.RunConfig(), 2.0), "world_size must be an int"),
     (lambda: ddp_train.RunConfig().steps_per_epoch("2"), "world_size must be an integer"),
     (lambda: ddp_train.make_dataset(None), "cfg must be RunConfig"),
     (lambda: ddp_train.params_hash("model"), "model must be Module"),
     (lambda: ddp_train.IndexedDataset([1, 2], torch.zeros(2)), "X must be Tensor"),
-    (lambda: ddp_train.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
-    (lambda: ddp_train.load_results(".", "ddp", "2"), "world_size must be an integer"),
+    (lambda: ddp_check.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
+    (lambda: ddp_check.load_results(".", "ddp", "2"), "world_size must be an integer"),
 ])
 def test_wrong_types_raise_type_error(call, match):
     with pytest.raises(TypeError, match=match):
@@ -85,7 +84,7 @@ def test_steps_per_epoch_checks_accumulation():
     with pytest.raises(ValueError, match="not a positive multiple of accum=3"):
         ddp_train.RunConfig(samples=64, batch_size=8, accum=3).steps_per_epoch(2)
     with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
-        ddp_train.train_reference(cfg, 0)
+        ddp_check.train_reference(cfg, 0)
     with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
         cfg.steps_per_epoch(0)
 
@@ -97,75 +96,6 @@ def test_dataset_is_fixed_and_indexed():
     assert a[5][2] == 5 and len(a) == 64
     with pytest.raises(ValueError, match="4 inputs but 3 labels"):
         ddp_train.IndexedDataset(torch.zeros(4, 2), torch.zeros(3))
-
-
-def test_reference_is_deterministic_and_set_epoch_matters():
-    cfg = ddp_train.RunConfig(name="r", **TINY)
-    m1, l1 = ddp_train.train_reference(cfg, 2)
-    m2, l2 = ddp_train.train_reference(cfg, 2)
-    assert l1 == l2 and ddp_train.params_hash(m1) == ddp_train.params_hash(m2)
-    m3, _ = ddp_train.train_reference(ddp_train.RunConfig(name="r", set_epoch=False, **TINY), 2)
-    assert ddp_train.params_hash(m3) != ddp_train.params_hash(m1)
-
-
-def test_load_results_missing(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no results of run 'ddp' for rank 0"):
-        ddp_train.load_results(tmp_path, "ddp", 2)
-
-
-def _result(name: str, rank: int, world: int = 2) -> dict:
-    return {"name": name, "rank": rank, "world_size": world, "final_hash": "0" * 16}
-
-
-@pytest.mark.parametrize("text, match", [
-    ('{"name": "ddp", "rank": 1', "not valid JSON"),                  # truncated
-    (b"\xff\xfe\x00garbage", "not valid JSON"),                       # not text
-    ("[1, 2]", "not a results object"),
-    ('{"name": "ddp", "rank": 0, "world_size": 2}', "holds rank 0"),  # copied from rank 0
-    ('{"name": "acc", "rank": 1, "world_size": 2}', "holds run 'acc'"),
-    ('{"name": "ddp", "rank": 1, "world_size": 4}', "world size 4"),
-])
-def test_load_results_names_the_bad_file(tmp_path, text, match):
-    (tmp_path / "ddp.rank0.json").write_text(json.dumps(_result("ddp", 0)))
-    bad = tmp_path / "ddp.rank1.json"
-    bad.write_bytes(text if isinstance(text, bytes) else text.encode())
-    with pytest.raises(ValueError, match=match) as info:
-        ddp_train.load_results(tmp_path, "ddp", 2)
-    assert str(bad) in str(info.value)
-
-
-def test_load_results_reads_ranks_in_order(tmp_path):
-    for r in (1, 0):
-        (tmp_path / f"ddp.rank{r}.json").write_text(json.dumps(_result("ddp", r)))
-    assert [r["rank"] for r in ddp_train.load_results(tmp_path, "ddp", 2)] == [0, 1]
-    with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
-        ddp_train.load_results(tmp_path, "ddp", 0)
-
-
-def test_slowest_epoch_seconds():
-    ranks = [{"epoch_seconds": [5.0, 1.0, 2.0]}, {"epoch_seconds": [4.0, 3.0, 1.5]}]
-    assert ddp_train.slowest_epoch_seconds(ranks) == [3.0, 2.0]
-    assert ddp_train.slowest_epoch_seconds(ranks, skip=0) == [5.0, 3.0, 2.0]
-    with pytest.raises(ValueError, match="same number of epochs"):
-        ddp_train.slowest_epoch_seconds([{"epoch_seconds": [1.0, 2.0]}, {"epoch_seconds": [1.0]}])
-    with pytest.raises(ValueError, match=r"more than skip=3"):
-        ddp_train.slowest_epoch_seconds(ranks, skip=3)
-    with pytest.raises(ValueError, match="need the results"):
-        ddp_train.slowest_epoch_seconds([])
-    with pytest.raises(TypeError, match="skip must be an integer"):
-        ddp_train.slowest_epoch_seconds(ranks, skip=1.0)
-
-
-def test_data_parallel_on_cpu_is_the_plain_model():
-    """Without CUDA, nn.DataParallel runs the module itself: training is bitwise the same."""
-    if torch.cuda.is_available():
-        pytest.skip("on CUDA, DataParallel replicates the module: covered by the GPU runner")
-    cfg = ddp_train.RunConfig(name="r", **TINY)
-    ref, ref_losses = ddp_train.train_reference(cfg, 2)
-    dp, dp_losses, seconds = ddp_train.train_data_parallel(cfg, 2)
-    assert not isinstance(dp, torch.nn.DataParallel)           # the unwrapped module comes back
-    assert dp_losses == ref_losses and ddp_train.params_hash(dp) == ddp_train.params_hash(ref)
-    assert len(seconds) == cfg.epochs and all(s > 0 for s in seconds)
 
 
 def test_main_refuses_to_run_outside_torchrun(monkeypatch, tmp_path, capsys):
@@ -185,7 +115,7 @@ def test_two_rank_gloo_run_matches_one_process(tmp_path):
         "--variant", f"stale:{tiny},set_epoch=0",
     ], module=True, nproc_per_node=2, timeout=180)
     for name, accum, set_epoch in (("ddp", 1, True), ("acc", 2, True), ("stale", 1, False)):
-        r0, r1 = ddp_train.load_results(tmp_path, name, 2)
+        r0, r1 = ddp_check.load_results(tmp_path, name, 2)
         assert (r0["rank"], r1["rank"], r0["backend"]) == (0, 1, "gloo")
         assert r0["init_hash"] == r1["init_hash"]            # seeded alike
         assert r0["final_hash"] == r1["final_hash"]          # replicas stay in sync
@@ -196,7 +126,7 @@ def test_two_rank_gloo_run_matches_one_process(tmp_path):
         assert r0["optimizer_steps"] == 2 * 4 // accum
         assert r0["allreduce_calls"] == r0["optimizer_steps"]  # one bucket, no_sync between
         cfg = ddp_train.parse_run(f"{name}:{tiny},accum={accum},set_epoch={int(set_epoch)}")
-        ref, losses = ddp_train.train_reference(cfg, 2)
+        ref, losses = ddp_check.train_reference(cfg, 2)
         state = torch.load(tmp_path / f"{name}.pt")
         diff = max((state[k] - v).abs().max().item() for k, v in ref.state_dict().items())
         assert diff < 1e-5

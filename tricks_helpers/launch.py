@@ -44,7 +44,6 @@ import numbers
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -56,13 +55,13 @@ from pathlib import Path
 from typing import Any
 
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
+from tricks_helpers._processes import MARKER_VARIABLE, kill_marked, terminate_tree
 
 __all__ = ["LaunchError", "WorkerFailedError", "LaunchTimeoutError", "LaunchResult",
            "torchrun_command", "run_torchrun"]
 
 _TAIL_LINES = 25
 #: Environment variable carrying a marker unique to one launch (see the module docstring).
-MARKER_VARIABLE = "TRICKS_HELPERS_LAUNCH_ID"
 _NNODES = re.compile(r"^(\d+)(?::(\d+))?$")
 
 
@@ -248,119 +247,6 @@ def torchrun_command(target: str | os.PathLike, args: Sequence[str] = (), *,
                           rdzv_id=rdzv_id, rdzv_backend=rdzv_backend, launcher=launcher)
 
 
-def _children_map() -> dict[int, list[int]]:
-    """ppid -> pids, read from /proc (empty where /proc is absent)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return children
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        # the command name (field 2) may contain spaces and parentheses: split after the last ')'
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) >= 2:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    return children
-
-
-def _descendants(pid: int) -> list[int]:
-    children = _children_map()
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _marked_pids(marker: str) -> list[int]:
-    """Processes whose environment holds this launch's marker (empty where /proc is absent)."""
-    needle = f"{MARKER_VARIABLE}={marker}".encode()
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            environ = Path("/proc", entry, "environ").read_bytes()
-        except OSError:   # gone, or another user's process
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        stat = Path("/proc", str(pid), "stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2:stat.rfind(")") + 3] not in ("Z", "X")
-
-
-def _kill_marked(marker: str, grace: float) -> int:
-    """SIGTERM the processes carrying ``marker``, SIGKILL what remains after ``grace`` s.
-
-    Returns:
-        How many marked processes were running when called.
-    """
-    first = _marked_pids(marker)
-    for pid in first:
-        _kill(pid, signal.SIGTERM, group=False)
-    deadline = time.monotonic() + grace
-    while any(_running(p) for p in first) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for _ in range(100):   # re-scan: a process may have started a child meanwhile
-        left = [p for p in _marked_pids(marker) if _running(p)]
-        if not left:
-            break
-        for pid in left:
-            _kill(pid, signal.SIGKILL, group=False)
-        time.sleep(0.01)
-    return len(first)
-
-
-def _kill(pid: int, sig: int, group: bool) -> None:
-    try:
-        if group:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _terminate_tree(proc: subprocess.Popen, grace: float, marker: str) -> None:
-    """SIGTERM the launcher, wait ``grace`` s, then SIGKILL it and everything it started."""
-    known = set(_descendants(proc.pid))
-    if proc.poll() is None:
-        _kill(proc.pid, signal.SIGTERM, group=True)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        known |= set(_descendants(proc.pid))
-    known |= set(_descendants(proc.pid))
-    _kill(proc.pid, signal.SIGKILL, group=True)
-    for pid in sorted(known):
-        # workers are session leaders (torchrun starts them with start_new_session=True):
-        # their process group holds their own children (e.g. DataLoader workers)
-        _kill(pid, signal.SIGKILL, group=True)
-        _kill(pid, signal.SIGKILL, group=False)
-    proc.wait()
-    _kill_marked(marker, 0.0)   # what left the tree: background children of the workers
-
-
 def _read_rank_logs(log_dir: Path, nproc: int) -> tuple[dict[int, str], dict[int, str]]:
     out: dict[int, str] = {}
     err: dict[int, str] = {}
@@ -453,7 +339,7 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         try:
             launcher_output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _terminate_tree(proc, grace, marker)
+            terminate_tree(proc, grace, marker)
             launcher_output = proc.stdout.read() if proc.stdout else ""
             out, err = _read_rank_logs(log_dir, nproc_per_node)
             result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output,
@@ -462,9 +348,9 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
                 f"torchrun did not finish within {timeout:g} s; all its processes were killed",
                 timeout=float(timeout), result=result) from None
         except BaseException:
-            _terminate_tree(proc, grace, marker)
+            terminate_tree(proc, grace, marker)
             raise
-        leftover = _kill_marked(marker, grace)
+        leftover = kill_marked(marker, grace)
         out, err = _read_rank_logs(log_dir, nproc_per_node)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
