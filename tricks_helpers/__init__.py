@@ -17,6 +17,9 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.memory`: bytes saved for backward, peak memory, state_dict sizes (05, 07).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
+- :mod:`tricks_helpers.resnet`: a ResNet-18-shaped network, written out, no download (06).
+- :mod:`tricks_helpers.kernels`: what runs below the ATen operators: the code Inductor
+  generates, the oneDNN primitives a call executes (06).
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`: torchrun from a notebook and
   the DDP training script (08).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09).
