@@ -272,3 +272,17 @@ def test_training_state_bytes_budget():
         memory.training_state_bytes(model, {"lr": 1})
     with pytest.raises(TypeError, match="optimizer_state_bytes: optimizer must be Optimizer"):
         memory.optimizer_state_bytes(model)
+
+
+def test_cpu_memory_report_pauses_and_restores_the_garbage_collector():
+    import gc
+    seen = []
+    assert gc.isenabled()
+    memory.cpu_memory_report(lambda: seen.append(gc.isenabled()))
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        memory.cpu_memory_report(lambda: None)
+        assert not gc.isenabled()          # a disabled collector stays disabled
+    finally:
+        gc.enable()
