@@ -39,7 +39,8 @@ def test_shared_storage_is_counted_once():
 def test_a_saved_view_counts_its_whole_storage():
     x = torch.randn(10, 10, requires_grad=True)
     base = x * 1.0  # a non-leaf whose storage is 400 bytes
-    assert memory.saved_activation_bytes(lambda: base[:1].exp()) == 40  # exp saves its new 1x10 result
+    # exp saves its new 1x10 result
+    assert memory.saved_activation_bytes(lambda: base[:1].exp()) == 40
     assert memory.saved_activation_bytes(lambda: base[:1] * base[:1]) == 400  # view of base
 
 

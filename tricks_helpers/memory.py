@@ -33,6 +33,7 @@ the call and removed on exit, even when ``fn`` raises.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import re
@@ -184,7 +185,8 @@ def saved_activation_bytes(fn: Callable[..., Any], *args: Any, ignore: Iterable[
     return saved_tensors_report(fn, *args, ignore=ignore, **kwargs).bytes
 
 
-def peak_cuda_bytes(fn: Callable[..., Any], *args: Any, device: int | str | torch.device | None = None,
+def peak_cuda_bytes(fn: Callable[..., Any], *args: Any,
+                    device: int | str | torch.device | None = None,
                     **kwargs: Any) -> int | None:
     """Peak CUDA memory allocated while ``fn(*args, **kwargs)`` runs, above the level before it.
 
@@ -296,6 +298,10 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     a call that frees older tensors reports a peak that may be too high and a ``retained``
     that is too high. Allocations made by other threads meanwhile are counted.
 
+    To keep the numbers repeatable, pending garbage is collected first (``gc.collect()``)
+    and the cyclic garbage collector is paused during the call (and restored after), so it
+    cannot free older tensors in the middle of a measurement.
+
     The profiler's C++ backend prints timestamped lines to file descriptor 2 while it runs;
     they are filtered out (anything else written to fd 2 is passed through), so notebook
     outputs stay stable. A profiler already running in this thread cannot be nested with it.
@@ -318,16 +324,23 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     except ImportError as err:  # pragma: no cover - depends on the torch version
         raise RuntimeError("cpu_memory_report: this torch's profiler exposes no allocation "
                            "events") from err
-    with _without_profiler_backend_lines():
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            # Two markers bracket the call, of 1 and 2 bytes so that they are told apart: the
-            # allocator's running total at the first is the level at entry, at the second the
-            # level at exit (plus its own 2 bytes).
-            start = torch.empty(1, dtype=torch.uint8)
-            result = fn(*args, **kwargs)
-            end = torch.empty(2, dtype=torch.uint8)
-        markers = {(start.data_ptr(), 1), (end.data_ptr(), 2)}
-        del start, end
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with _without_profiler_backend_lines():
+            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+                # Two markers bracket the call, of 1 and 2 bytes so that they are told apart:
+                # the allocator's running total at the first is the level at entry, at the
+                # second the level at exit (plus its own 2 bytes).
+                start = torch.empty(1, dtype=torch.uint8)
+                result = fn(*args, **kwargs)
+                end = torch.empty(2, dtype=torch.uint8)
+            markers = {(start.data_ptr(), 1), (end.data_ptr(), 2)}
+            del start, end
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     try:
         roots = list(prof.profiler.kineto_results.experimental_event_tree())
     except AttributeError as err:  # pragma: no cover - depends on the torch version
