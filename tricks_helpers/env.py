@@ -17,9 +17,12 @@ from pathlib import Path
 import torch
 
 __all__ = ["EnvCard", "environment_card", "print_environment", "cpu_model", "cpu_flags",
-           "bf16_support", "native_bf16", "autocast_dtypes"]
+           "bf16_support", "native_bf16", "autocast_dtypes", "cpu_bf16_flags", "native_autocast",
+           "hardware_line"]
 
-_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+# CPU features that give native bfloat16 math: x86 AVX512-BF16 and AMX-BF16, Arm's BF16
+# extension (``bf16`` in /proc/cpuinfo's Features and in torch.cpu.get_capabilities()).
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 
 
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
@@ -51,16 +54,36 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def cpu_bf16_flags() -> frozenset[str]:
+    """The bfloat16 features of this CPU, as torch itself detects them (chapter 04).
+
+    Reads ``torch.cpu.get_capabilities()`` (cpuinfo, the library torch's own kernels dispatch
+    on, so it works where ``/proc/cpuinfo`` does not exist) and falls back to
+    :func:`cpu_flags` on a torch without it.
+
+    Returns:
+        The subset of ``{"avx512_bf16", "amx_bf16", "bf16"}`` this CPU has.
+    """
+    get_capabilities = getattr(getattr(torch, "cpu", None), "get_capabilities", None)
+    if get_capabilities is not None:
+        caps = get_capabilities()
+        return frozenset(f for f in _BF16_CPU_FLAGS if caps.get(f) is True)
+    return frozenset(f for f in _BF16_CPU_FLAGS if f in cpu_flags())
+
+
 def bf16_support(device: str | torch.device = "cpu", flags: frozenset[str] | None = None) -> str:
     """Say whether ``device`` computes bfloat16 natively.
 
     Args:
         device: ``"cpu"`` or a CUDA device.
-        flags: CPU flags to judge by (defaults to :func:`cpu_flags`); for tests.
+        flags: CPU flags to judge by (defaults to :func:`cpu_bf16_flags`); for tests.
 
     Returns:
         ``"native (<flag>)"`` when the hardware has bf16 instructions, ``"emulated (...)"``
         when bf16 works but is computed through float32, or ``"not supported"``.
+
+    Raises:
+        ValueError: on a device type other than ``cpu`` or ``cuda``.
     """
     dev = torch.device(device)
     if dev.type == "cuda":
@@ -71,7 +94,7 @@ def bf16_support(device: str | torch.device = "cpu", flags: frozenset[str] | Non
         return "emulated (CUDA device older than compute capability 8.0)"
     if dev.type != "cpu":
         raise ValueError(f"bf16_support: expected a 'cpu' or 'cuda' device, got {dev.type!r}")
-    flags = cpu_flags() if flags is None else flags
+    flags = cpu_bf16_flags() if flags is None else flags
     found = [f for f in _BF16_CPU_FLAGS if f in flags]
     if found:
         return f"native ({', '.join(found)})"
@@ -107,6 +130,55 @@ def autocast_dtypes(device: str | torch.device = "cpu") -> list[torch.dtype]:
     if not torch.cuda.is_available():
         raise ValueError("autocast_dtypes: CUDA requested but torch.cuda.is_available() is False")
     return [torch.float16] + ([torch.bfloat16] if native_bf16("cuda") else [])
+
+
+def native_autocast(device: str | torch.device = "cpu") -> bool:
+    """True when the first of :func:`autocast_dtypes` runs natively on ``device`` (chapter 04).
+
+    CPU: bfloat16 is native with ``avx512_bf16``, ``amx_bf16`` or Arm ``bf16``
+    (:func:`native_bf16`). CUDA: float16 runs on tensor cores from compute capability 7.0.
+    This is the branch chapter 04 takes: only where it is true is a speed-up asserted.
+
+    Raises:
+        ValueError: as :func:`autocast_dtypes`.
+    """
+    dtype = autocast_dtypes(device)[0]
+    if dtype == torch.bfloat16:
+        return native_bf16(device)
+    return torch.cuda.get_device_capability(torch.device(device)) >= (7, 0)
+
+
+def hardware_line(device: str | torch.device = "cpu", flags: frozenset[str] | None = None) -> str:
+    """One line saying which low-precision hardware ``device`` has (chapter 04).
+
+    Chapter 04 prints it after the prefix ``[hardware] `` (masked by the sanitize file: it is
+    shown on the page but not compared), so a reader and CI see which branch ran, e.g.
+    ``cpu: AVX512 kernels, avx512_bf16 yes, amx_bf16 no -> bfloat16 native`` or
+    ``cuda: NVIDIA H100 (compute capability 9.0) -> float16 tensor cores, bfloat16 native``.
+
+    Args:
+        device: ``"cpu"`` or a CUDA device.
+        flags: CPU bf16 flags to report (defaults to :func:`cpu_bf16_flags`); for tests.
+
+    Raises:
+        ValueError: as :func:`autocast_dtypes`.
+    """
+    kind = torch.device(device).type
+    if kind == "cpu":
+        flags = cpu_bf16_flags() if flags is None else flags
+        capability = torch.backends.cpu.get_cpu_capability()
+        has = ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in _BF16_CPU_FLAGS[:2])
+        if "bf16" in flags:
+            has += ", arm bf16 yes"
+        mode = "native" if bf16_support("cpu", flags=flags).startswith("native") else "emulated"
+        return f"cpu: {capability} kernels, {has} -> bfloat16 {mode}"
+    autocast_dtypes(device)  # validates the device and CUDA's presence
+    dev = torch.device(device)
+    major, minor = torch.cuda.get_device_capability(dev)
+    cores = "float16 tensor cores" if (major, minor) >= (7, 0) else "no tensor cores"
+    bf16 = "bfloat16 native" if native_bf16(dev) else "bfloat16 emulated"
+    return (f"cuda: {torch.cuda.get_device_name(dev)} (compute capability {major}.{minor}) "
+            f"-> {cores}, {bf16}")
 
 
 #: The torch release the book's stored outputs were executed with: the ``torch==`` pin of
