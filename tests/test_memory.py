@@ -20,8 +20,9 @@ def test_linear_saves_its_input_and_weight_exactly():
 
 def test_report_counts_tensors_storages_and_ignored():
     lin = nn.Linear(8, 4)
-    rep = memory.saved_tensors_report(lin, torch.randn(2, 8, requires_grad=True),
-                                      ignore=list(lin.parameters()))
+    rep = memory.saved_tensors_report(
+        lin, torch.randn(2, 8, requires_grad=True), ignore=list(lin.parameters())
+    )
     assert rep.bytes == 2 * 8 * 4
     assert rep.ignored_bytes == 4 * 8 * 4
     assert rep.storages == 1
@@ -54,6 +55,7 @@ def test_nothing_saved_under_no_grad_is_zero_not_an_error():
 def test_kwargs_are_passed_and_hooks_are_removed_after_an_error():
     def f(x, *, scale):
         return (x * scale).exp()
+
     x = torch.randn(5, requires_grad=True)
     assert memory.saved_activation_bytes(f, x, scale=2.0) == 5 * 4  # exp saves its result
     with pytest.raises(RuntimeError, match="boom"):
@@ -123,6 +125,7 @@ def test_state_dict_bytes_errors():
 
 # --- meta tensors (issue 12: they all have data_ptr() == 0 and used to collide)
 
+
 def test_meta_tensors_are_counted_by_shape_and_dtype():
     lin = nn.Linear(8, 4, device="meta")
     x = torch.empty(16, 8, device="meta")
@@ -145,8 +148,9 @@ def test_meta_and_real_counts_agree():
     real = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8))
     meta = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)).to("meta")
     b_real = memory.saved_activation_bytes(real, torch.randn(5, 32), ignore=real.parameters())
-    b_meta = memory.saved_activation_bytes(meta, torch.empty(5, 32, device="meta"),
-                                           ignore=meta.parameters())
+    b_meta = memory.saved_activation_bytes(
+        meta, torch.empty(5, 32, device="meta"), ignore=meta.parameters()
+    )
     assert b_real == b_meta > 0
 
 
@@ -158,14 +162,16 @@ def test_tensor_bytes_of_temporaries_from_a_generator():
 
 # --- CPU allocator: peak and retained bytes from the profiler's allocation events
 
-def test_cpu_memory_report_sees_a_temporary_and_a_result():
-    rep = memory.cpu_memory_report(lambda: torch.empty(2**20, dtype=torch.uint8).fill_(1).sum())
-    assert rep.peak >= 2**20          # the temporary existed at some point
-    assert rep.retained == 8          # only the int64 sum is still alive (held in rep.result)
-    assert rep.result.item() == 2**20
-    kept = memory.cpu_memory_report(torch.empty, 1000, dtype=torch.uint8)
-    assert kept.peak == kept.retained == 1000 and kept.allocations == 1
-    assert "result" not in repr(kept)
+# --- the training-state budget: parameters + gradients + optimizer state
+
+
+def _trained(optimizer_factory, dtype=torch.float32):
+    torch.manual_seed(0)
+    model = nn.Linear(100, 10).to(dtype)
+    opt = optimizer_factory(model.parameters())
+    model(torch.randn(4, 100, dtype=dtype)).float().sum().backward()
+    opt.step()
+    return model, opt
 
 
 def test_optimizer_state_bytes_per_optimizer():
@@ -177,7 +183,7 @@ def test_optimizer_state_bytes_per_optimizer():
     model, adam = _trained(lambda p: torch.optim.Adam(p))
     assert memory.optimizer_state_bytes(adam) == 2 * n * 4 + 2 * 4  # + a float32 step per tensor
     fresh = torch.optim.Adam(nn.Linear(3, 3).parameters())
-    assert memory.optimizer_state_bytes(fresh) == 0                    # state is created lazily
+    assert memory.optimizer_state_bytes(fresh) == 0  # state is created lazily
 
 
 def test_training_state_bytes_budget():
