@@ -3,7 +3,9 @@
 Each submodule has one job and is introduced by one chapter of the book:
 
 - :mod:`tricks_helpers.env`: the environment card every chapter prints, bf16 support (all).
-- :mod:`tricks_helpers.bench`: timing, side-by-side comparisons, intervals and verdicts (all).
+- :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all);
+  :mod:`tricks_helpers.verdicts`: how a measurement is judged (interval, one threshold) and
+  printed, re-exported by it (all).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).
@@ -14,14 +16,15 @@ Each submodule has one job and is introduced by one chapter of the book:
   accuracy (02, 04-07, 10).
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
   synthetic image data set (03).
-- :mod:`tricks_helpers.memory`: bytes saved for backward, peak memory, state_dict sizes (05, 07).
+- :mod:`tricks_helpers.memory`: bytes saved for backward, training-state and state_dict
+  sizes (05, 07, 10); :mod:`tricks_helpers.peak_memory`: CUDA and CPU peaks, re-exported by it (05).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
 - :mod:`tricks_helpers.resnet`: a ResNet-18-shaped network, written out, no download (06).
 - :mod:`tricks_helpers.kernels`: what runs below the ATen operators: the code Inductor
   generates, the oneDNN primitives a call executes (06).
-- :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`: torchrun from a notebook and
-  the DDP training script (08).
+- :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`, :mod:`tricks_helpers.ddp_check`:
+  torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
   cost behind ShuffleNetV2's guidelines (10).
