@@ -14,6 +14,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
   synthetic image data set (03).
 - :mod:`tricks_helpers.memory`: bytes saved for backward, peak memory, state_dict sizes (05, 07).
+- :mod:`tricks_helpers.quantization`: a transformer MLP block, and why a quantized model is
+  (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran (07).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`: torchrun from a notebook and
