@@ -13,8 +13,9 @@ from tricks_helpers import quantization as Q
 def _legacy_int8(model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.ao.quantization is deprecated (chapter 07)
-        return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {nn.Linear},
-                                                      dtype=torch.qint8)
+        return torch.ao.quantization.quantize_dynamic(
+            copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8
+        )
 
 
 def test_transformer_mlp_is_deterministic_and_leaves_the_global_rng_alone():

@@ -26,8 +26,8 @@ from __future__ import annotations
 import collections
 import math
 import re
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -35,24 +35,47 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from tricks_helpers._checks import check_callable, check_int, check_type
 
-__all__ = ["transformer_mlp", "weight_bytes", "matmul_flops", "profiled_kernels",
-           "kernel_kind", "INT8_KERNELS", "INT4_KERNELS", "FLOAT_KERNELS"]
+__all__ = [
+    "transformer_mlp",
+    "weight_bytes",
+    "matmul_flops",
+    "profiled_kernels",
+    "kernel_kind",
+    "INT8_KERNELS",
+    "INT4_KERNELS",
+    "FLOAT_KERNELS",
+]
 
 #: Profiler names of int8 matrix-multiply kernels (eager and Inductor-lowered).
-INT8_KERNELS = frozenset({
-    "aten::_int_mm", "quantized::linear_dynamic", "quantized::linear",
-    "onednn::qlinear_pointwise", "aten::_weight_int8pack_mm",
-})
+INT8_KERNELS = frozenset(
+    {
+        "aten::_int_mm",
+        "quantized::linear_dynamic",
+        "quantized::linear",
+        "onednn::qlinear_pointwise",
+        "aten::_weight_int8pack_mm",
+    }
+)
 #: Profiler names of int4-weight matrix-multiply kernels.
-INT4_KERNELS = frozenset({
-    "aten::_weight_int4pack_mm_for_cpu", "aten::_weight_int4pack_mm",
-    "torchao::da8w4_linear_cpu",
-})
+INT4_KERNELS = frozenset(
+    {
+        "aten::_weight_int4pack_mm_for_cpu",
+        "aten::_weight_int4pack_mm",
+        "torchao::da8w4_linear_cpu",
+    }
+)
 #: Profiler names of floating-point matrix-multiply kernels.
-FLOAT_KERNELS = frozenset({
-    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation",
-    "mkl::_mkl_linear", "mkldnn::_linear_pointwise",
-})
+FLOAT_KERNELS = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::_addmm_activation",
+        "mkl::_mkl_linear",
+        "mkldnn::_linear_pointwise",
+    }
+)
 # Composite operators that only call one of the kernels above (not counted themselves).
 _COMPOSITES = frozenset({"aten::linear", "aten::matmul"})
 _MATMUL_NAME = re.compile(r"mm|linear|gemm", re.IGNORECASE)
@@ -80,16 +103,16 @@ def transformer_mlp(hidden: int, *, expansion: int = 4, seed: int = 0) -> nn.Seq
     check_int("transformer_mlp", "seed", seed, minimum=0, maximum=2**63 - 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        block = nn.Sequential(nn.Linear(hidden, expansion * hidden), nn.GELU(),
-                              nn.Linear(expansion * hidden, hidden))
+        block = nn.Sequential(
+            nn.Linear(hidden, expansion * hidden), nn.GELU(), nn.Linear(expansion * hidden, hidden)
+        )
     return block.eval()
 
 
 def _plain_tensors(value: Any) -> list[torch.Tensor]:
     """The plain tensors inside ``value``: tensor subclasses are flattened recursively."""
     if isinstance(value, torch.Tensor):
-        if hasattr(value, "__tensor_flatten__") and type(value) not in (torch.Tensor,
-                                                                         nn.Parameter):
+        if hasattr(value, "__tensor_flatten__") and type(value) not in (torch.Tensor, nn.Parameter):
             names, _ = value.__tensor_flatten__()
             found: list[torch.Tensor] = []
             for name in names:
@@ -125,8 +148,10 @@ def weight_bytes(model: nn.Module | Mapping[str, Any]) -> int:
     elif isinstance(model, Mapping):
         state = model
     else:
-        raise TypeError(f"weight_bytes: expected an nn.Module or a state_dict mapping, got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"weight_bytes: expected an nn.Module or a state_dict mapping, got "
+            f"{type(model).__name__}"
+        )
     seen: dict[tuple[int, int], int] = {}
     for value in state.values():
         for t in _plain_tensors(value):
@@ -189,8 +214,9 @@ def matmul_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str,
     return dict(sorted(named.items()))
 
 
-def profiled_kernels(fn: Callable[..., Any], *args: Any, runs: int = 1,
-                     **kwargs: Any) -> collections.Counter[str]:
+def profiled_kernels(
+    fn: Callable[..., Any], *args: Any, runs: int = 1, **kwargs: Any
+) -> collections.Counter[str]:
     """The matrix-multiply kernels that ran during ``fn(*args, **kwargs)``, with call counts.
 
     The call runs ``runs`` times under ``torch.no_grad()`` and :mod:`torch.profiler` (CPU
@@ -240,9 +266,10 @@ def kernel_kind(name: str) -> str:
         ValueError: on a name this module does not know (add it to one of the sets).
     """
     check_type("kernel_kind", "name", name, str)
-    for kind, names in (("int8", INT8_KERNELS), ("int4", INT4_KERNELS),
-                        ("float", FLOAT_KERNELS)):
+    for kind, names in (("int8", INT8_KERNELS), ("int4", INT4_KERNELS), ("float", FLOAT_KERNELS)):
         if name in names:
             return kind
-    raise ValueError(f"kernel_kind: unknown kernel {name!r}; known: "
-                     f"{sorted(INT8_KERNELS | INT4_KERNELS | FLOAT_KERNELS)}")
+    raise ValueError(
+        f"kernel_kind: unknown kernel {name!r}; known: "
+        f"{sorted(INT8_KERNELS | INT4_KERNELS | FLOAT_KERNELS)}"
+    )
