@@ -184,3 +184,11 @@ def test_accuracy_errors():
         training.accuracy(3, X, y)
     with pytest.raises(TypeError, match="X must be Tensor"):
         training.accuracy(nn.Identity(), [[1.0]], y)
+
+
+def test_run_steps_takes_a_loss_that_requires_grad_without_warning(recwarn):
+    X, y = _data()
+    w = torch.ones(1, requires_grad=True)
+    out = training.run_steps(lambda xb, yb: (xb * w).sum(), X, y, steps=2, batch_size=2)
+    assert all(isinstance(v, float) for v in out)
+    assert not [r for r in recwarn if "requires_grad" in str(r.message)]

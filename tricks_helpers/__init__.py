@@ -18,6 +18,8 @@ Each submodule has one job and is introduced by one chapter of the book:
   synthetic image data set (03).
 - :mod:`tricks_helpers.memory`: bytes saved for backward, training-state and state_dict
   sizes (05, 07, 10); :mod:`tricks_helpers.peak_memory`: CUDA and CPU peaks, re-exported by it (05).
+- :mod:`tricks_helpers.quantization`: a transformer MLP block, and why a quantized model is
+  (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran (07).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
 - :mod:`tricks_helpers.resnet`: a ResNet-18-shaped network, written out, no download (06).

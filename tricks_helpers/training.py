@@ -182,7 +182,9 @@ def run_steps(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | float]
         if i > 0 and j == 0:
             order = torch.randperm(X.shape[0], generator=gen)
         idx = order[j * batch_size:(j + 1) * batch_size].to(X.device)
-        loss = float(step(X[idx], y[idx]))
+        loss = step(X[idx], y[idx])
+        # detach first: float() of a tensor that requires grad warns on recent torch
+        loss = float(loss.detach() if isinstance(loss, torch.Tensor) else loss)
         if loss != loss or loss in (float("inf"), float("-inf")):
             raise ValueError(f"run_steps: non-finite loss {loss} at step {i}")
         losses.append(loss)
