@@ -25,9 +25,13 @@ def sleeper(seconds):
 def fake(label="fake", ratios=(1.2,) * 9, base=1e-3):
     """A Comparison with chosen per-round ratios (no timing)."""
     b = tuple(base for _ in ratios)
-    return bench.Comparison(label=label, baseline=bench.Measurement(b, "cpu"),
-                            trick=bench.Measurement(tuple(base / r for r in ratios), "cpu"),
-                            ratios=tuple(ratios), threads=2)
+    return bench.Comparison(
+        label=label,
+        baseline=bench.Measurement(b, "cpu"),
+        trick=bench.Measurement(tuple(base / r for r in ratios), "cpu"),
+        ratios=tuple(ratios),
+        threads=2,
+    )
 
 
 def test_measure_counts_warmup_and_repeats():
@@ -51,13 +55,16 @@ def test_measurement_statistics():
     assert bench.Measurement((2.0,), "cpu").spread == 0.0
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(repeats=0), ValueError, "repeats must be an integer >= 1"),
-    (dict(number=0), ValueError, "number must be an integer >= 1"),
-    (dict(warmup=-1), ValueError, "warmup must be an integer >= 0"),
-    (dict(repeats=2.5), TypeError, "repeats must be an integer"),
-    (dict(repeats=True), TypeError, "repeats must be an integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(repeats=0), ValueError, "repeats must be an integer >= 1"),
+        (dict(number=0), ValueError, "number must be an integer >= 1"),
+        (dict(warmup=-1), ValueError, "warmup must be an integer >= 0"),
+        (dict(repeats=2.5), TypeError, "repeats must be an integer"),
+        (dict(repeats=True), TypeError, "repeats must be an integer"),
+    ],
+)
 def test_measure_rejects_bad_counts(kwargs, error, match):
     with pytest.raises(error, match=match):
         bench.measure(lambda: None, **kwargs)
@@ -88,45 +95,86 @@ def test_median_interval_contains_median_and_rejects_bad_input():
         bench.median_interval([1.0], confidence=1.5)
 
 
-@pytest.mark.parametrize("lo, hi, verdict", [
-    (1.15, 1.31, bench.FASTER), (1.10, 2.0, bench.FASTER), (1.09, 2.0, bench.NO_CLEAR_DIFFERENCE),
-    (0.5, 1.5, bench.NO_CLEAR_DIFFERENCE), (0.5, 1 / 1.10, bench.SLOWER),
-    (0.5, 0.92, bench.NO_CLEAR_DIFFERENCE), (12.0, math.inf, bench.FASTER),
-])
+@pytest.mark.parametrize(
+    "lo, hi, verdict",
+    [
+        (1.15, 1.31, bench.FASTER),
+        (1.10, 2.0, bench.FASTER),
+        (1.09, 2.0, bench.NO_CLEAR_DIFFERENCE),
+        (0.5, 1.5, bench.NO_CLEAR_DIFFERENCE),
+        (0.5, 1 / 1.10, bench.SLOWER),
+        (0.5, 0.92, bench.NO_CLEAR_DIFFERENCE),
+        (12.0, math.inf, bench.FASTER),
+    ],
+)
 def test_decide_uses_the_interval_and_one_threshold(lo, hi, verdict):
     assert bench.decide(lo, hi) == verdict
 
 
-@pytest.mark.parametrize("args, error", [
-    ((0.0, 1.0), ValueError), ((1.0, 0.5), ValueError), ((1.0, 2.0, 1.0), ValueError),
-    ((1.0, 2.0, float("nan")), ValueError), ((float("nan"), 2.0), ValueError),
-    (("1", 2.0), TypeError),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ((0.0, 1.0), ValueError),
+        ((1.0, 0.5), ValueError),
+        ((1.0, 2.0, 1.0), ValueError),
+        ((1.0, 2.0, float("nan")), ValueError),
+        ((float("nan"), 2.0), ValueError),
+        (("1", 2.0), TypeError),
+    ],
+)
 def test_decide_rejects_bad_input(args, error):
     with pytest.raises(error):
         bench.decide(*args)
 
 
 def test_compare_detects_a_clear_speed_up_and_slow_down():
-    fast = bench.compare("sleep 20 ms vs 2 ms", sleeper(0.02), sleeper(0.002), repeats=7,
-                         warmup=0, device="cpu", show=False)
+    fast = bench.compare(
+        "sleep 20 ms vs 2 ms",
+        sleeper(0.02),
+        sleeper(0.002),
+        repeats=7,
+        warmup=0,
+        device="cpu",
+        show=False,
+    )
     assert fast.verdict == bench.FASTER and fast.ratio > 3
-    slow = bench.compare("sleep 2 ms vs 20 ms", sleeper(0.002), sleeper(0.02), repeats=7,
-                         warmup=0, device="cpu", show=False)
+    slow = bench.compare(
+        "sleep 2 ms vs 20 ms",
+        sleeper(0.002),
+        sleeper(0.02),
+        repeats=7,
+        warmup=0,
+        device="cpu",
+        show=False,
+    )
     assert slow.verdict == bench.SLOWER
     assert slow.interval[0] <= slow.ratio <= slow.interval[1]
 
 
 def test_compare_interleaves_and_alternates_order():
     log = []
-    bench.compare("order", lambda: log.append("b"), lambda: log.append("t"), repeats=4,
-                  warmup=1, device="cpu", show=False)
+    bench.compare(
+        "order",
+        lambda: log.append("b"),
+        lambda: log.append("t"),
+        repeats=4,
+        warmup=1,
+        device="cpu",
+        show=False,
+    )
     assert log == ["b", "t"] + ["b", "t", "t", "b", "b", "t", "t", "b"]
 
 
 def test_compare_prints_verdict_first_short_line_and_details(capsys):
-    c = bench.compare("sleep 10 ms vs 1 ms", sleeper(0.01), sleeper(0.001), repeats=6,
-                      number=2, warmup=0, device="cpu")
+    c = bench.compare(
+        "sleep 10 ms vs 1 ms",
+        sleeper(0.01),
+        sleeper(0.001),
+        repeats=6,
+        number=2,
+        warmup=0,
+        device="cpu",
+    )
     line, details = capsys.readouterr().out.splitlines()
     assert line == c.line() and details == c.details()
     m = bench.VERDICT_LINE_RE.match(line)
@@ -146,7 +194,11 @@ def test_printed_lines_sanitize_to_machine_independent_text():
 
 def test_fmt_ratio_never_uses_exponents():
     assert [bench.fmt_ratio(r) for r in (0.123, 1.2345, 42.42, 12345.6)] == [
-        "0.12", "1.23", "42.4", "12346"]
+        "0.12",
+        "1.23",
+        "42.4",
+        "12346",
+    ]
 
 
 def test_compare_check_refuses_different_outputs_before_timing():
@@ -159,12 +211,21 @@ def test_compare_check_refuses_different_outputs_before_timing():
     with pytest.raises(AssertionError, match="do not compute the same thing"):
         bench.compare("wrong trick", base, lambda: torch.zeros(3), check=True, show=False)
     assert len(calls) == 1  # checked once, never timed
-    ok = bench.compare("same", lambda: torch.ones(3), lambda: torch.ones(3) + 1e-9, check=True,
-                       repeats=2, warmup=0, show=False)
+    ok = bench.compare(
+        "same",
+        lambda: torch.ones(3),
+        lambda: torch.ones(3) + 1e-9,
+        check=True,
+        repeats=2,
+        warmup=0,
+        show=False,
+    )
     assert ok.checked and "outputs checked equal" in ok.details()
     with pytest.raises(AssertionError, match="custom"):
+
         def custom(a, b):
             raise AssertionError("custom mismatch")
+
         bench.compare("custom", lambda: 1, lambda: 2, check=custom, show=False)
     with pytest.raises(TypeError, match="check must be"):
         bench.compare("bad check", lambda: 1, lambda: 1, check="yes")
@@ -178,15 +239,32 @@ def test_compare_bounds_remeasure_then_fail_with_all_attempts(capsys):
         time.sleep(0.002)
 
     with pytest.raises(AssertionError, match=r"expected speed-up >= 50x, measured .* in 3 attempt"):
-        bench.compare("cannot reach", base, sleeper(0.002), repeats=3, warmup=0, at_least=50,
-                      attempts=3, device="cpu")
+        bench.compare(
+            "cannot reach",
+            base,
+            sleeper(0.002),
+            repeats=3,
+            warmup=0,
+            at_least=50,
+            attempts=3,
+            device="cpu",
+        )
     assert calls["n"] == 3 * 3
     assert len(capsys.readouterr().out.splitlines()) == 2  # only the last attempt is printed
-    ok = bench.compare("reaches", sleeper(0.02), sleeper(0.001), repeats=3, warmup=0,
-                       at_least=2, show=False)
+    ok = bench.compare(
+        "reaches", sleeper(0.02), sleeper(0.001), repeats=3, warmup=0, at_least=2, show=False
+    )
     assert "asserted speed-up >= 2x" in ok.details()
-    cost = bench.compare("bounded cost", sleeper(0.002), sleeper(0.004), repeats=3, warmup=0,
-                         at_least=0.2, at_most=1.0, show=False)
+    cost = bench.compare(
+        "bounded cost",
+        sleeper(0.002),
+        sleeper(0.004),
+        repeats=3,
+        warmup=0,
+        at_least=0.2,
+        at_most=1.0,
+        show=False,
+    )
     assert 0.2 <= cost.ratio <= 1.0
 
 
@@ -198,18 +276,21 @@ def test_remeasure():
         fake().remeasure()
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(label=""), ValueError, "label must be a non-empty string"),
-    (dict(label="a\nb"), ValueError, "one line"),
-    (dict(label=3), TypeError, "label must be str"),
-    (dict(baseline=1), TypeError, "baseline must be callable"),
-    (dict(trick=None), TypeError, "trick must be callable"),
-    (dict(repeats=0), ValueError, "repeats"),
-    (dict(at_least=float("nan")), ValueError, "at_least must be a finite number"),
-    (dict(at_least=0), ValueError, "at_least must be >"),
-    (dict(attempts=0), ValueError, "attempts"),
-    (dict(device="meta"), ValueError, "unsupported device type"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(label=""), ValueError, "label must be a non-empty string"),
+        (dict(label="a\nb"), ValueError, "one line"),
+        (dict(label=3), TypeError, "label must be str"),
+        (dict(baseline=1), TypeError, "baseline must be callable"),
+        (dict(trick=None), TypeError, "trick must be callable"),
+        (dict(repeats=0), ValueError, "repeats"),
+        (dict(at_least=float("nan")), ValueError, "at_least must be a finite number"),
+        (dict(at_least=0), ValueError, "at_least must be >"),
+        (dict(attempts=0), ValueError, "attempts"),
+        (dict(device="meta"), ValueError, "unsupported device type"),
+    ],
+)
 def test_compare_rejects_bad_arguments(kwargs, error, match):
     args = dict(label="x", baseline=lambda: None, trick=lambda: None, show=False)
     args.update(kwargs)
@@ -222,7 +303,7 @@ def test_compare_many_rounds_random_order_and_pooled_pairs():
     cands = {name: (lambda name=name: log.append(name)) for name in "abc"}
     many = bench.compare_many("three", cands, rounds=4, warmup=1, seed=3)
     assert log[:3] == ["a", "b", "c"]  # warm-up in the given order
-    rounds = [log[3 + 3 * r: 6 + 3 * r] for r in range(4)]
+    rounds = [log[3 + 3 * r : 6 + 3 * r] for r in range(4)]
     assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
     assert len({tuple(r) for r in rounds}) > 1  # the order changes between rounds
     assert all(len(t) == 4 for t in many.times.values())
@@ -247,8 +328,9 @@ def test_compare_many_rejects_bad_input():
 
 
 def test_comparison_from_times_pairs_rounds(capsys):
-    c = bench.comparison_from_times("epochs", [2.0, 2.2, 2.1, 2.0, 2.3, 2.1],
-                                    [1.0, 1.1, 1.0, 1.0, 1.1, 1.05], threads=1)
+    c = bench.comparison_from_times(
+        "epochs", [2.0, 2.2, 2.1, 2.0, 2.3, 2.1], [1.0, 1.1, 1.0, 1.0, 1.1, 1.05], threads=1
+    )
     assert c.ratios[0] == 2.0 and c.verdict == bench.FASTER and c.threads == 1
     assert capsys.readouterr().out.startswith("FASTER ")
     with pytest.raises(ValueError, match="equal length"):
@@ -258,9 +340,15 @@ def test_comparison_from_times_pairs_rounds(capsys):
 
 
 def test_table_layout_sanitizes_identically():
-    t1 = bench.table({"fusion": fake(ratios=(1.2,) * 6), "repvgg, batch 1": fake(ratios=(2.5,) * 6)})
-    t2 = bench.table({"fusion": fake(ratios=(0.8,) * 6, base=0.5),
-                      "repvgg, batch 1": fake(ratios=(25.0,) * 6, base=2e-6)})
+    t1 = bench.table(
+        {"fusion": fake(ratios=(1.2,) * 6), "repvgg, batch 1": fake(ratios=(2.5,) * 6)}
+    )
+    t2 = bench.table(
+        {
+            "fusion": fake(ratios=(0.8,) * 6, base=0.5),
+            "repvgg, batch 1": fake(ratios=(25.0,) * 6, base=2e-6),
+        }
+    )
     assert t1.splitlines()[0].startswith("what")
     assert len(t1.splitlines()) == 3
     assert sanitize(t1) == sanitize(t2)
@@ -290,6 +378,7 @@ def test_device_class():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_compare_on_cuda_synchronizes():
     x = torch.randn(512, 512, device="cuda")
-    c = bench.compare("cuda matmul", lambda: x @ x, lambda: x @ x, repeats=3, device="cuda",
-                      show=False)
+    c = bench.compare(
+        "cuda matmul", lambda: x @ x, lambda: x @ x, repeats=3, device="cuda", show=False
+    )
     assert c.device == "cuda" and c.baseline.median > 0

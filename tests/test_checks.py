@@ -12,24 +12,34 @@ def test_check_int_accepts_integral_types_and_returns_int():
     assert v == 4 and type(v) is int
 
 
-@pytest.mark.parametrize("value, kwargs, error, match", [
-    (True, {}, TypeError, "f: n must be an integer, got bool True"),
-    (2.0, {}, TypeError, "must be an integer, got float"),
-    ("3", {}, TypeError, "got str"),
-    (0, dict(minimum=1), ValueError, "f: n must be an integer >= 1, got 0"),
-    (5, dict(maximum=4), ValueError, "<= 4"),
-    (5, dict(minimum=0, maximum=4), ValueError, r"in \[0, 4\]"),
-])
+@pytest.mark.parametrize(
+    "value, kwargs, error, match",
+    [
+        (True, {}, TypeError, "f: n must be an integer, got bool True"),
+        (2.0, {}, TypeError, "must be an integer, got float"),
+        ("3", {}, TypeError, "got str"),
+        (0, dict(minimum=1), ValueError, "f: n must be an integer >= 1, got 0"),
+        (5, dict(maximum=4), ValueError, "<= 4"),
+        (5, dict(minimum=0, maximum=4), ValueError, r"in \[0, 4\]"),
+    ],
+)
 def test_check_int_errors(value, kwargs, error, match):
     with pytest.raises(error, match=match):
         c.check_int("f", "n", value, **kwargs)
 
 
-@pytest.mark.parametrize("value, kwargs, error", [
-    (float("nan"), {}, ValueError), (float("inf"), {}, ValueError), (True, {}, TypeError),
-    ("1", {}, TypeError), (0.0, dict(minimum=0.0, strict_minimum=True), ValueError),
-    (-1.0, dict(minimum=0.0), ValueError), (2.0, dict(maximum=1.0), ValueError),
-])
+@pytest.mark.parametrize(
+    "value, kwargs, error",
+    [
+        (float("nan"), {}, ValueError),
+        (float("inf"), {}, ValueError),
+        (True, {}, TypeError),
+        ("1", {}, TypeError),
+        (0.0, dict(minimum=0.0, strict_minimum=True), ValueError),
+        (-1.0, dict(minimum=0.0), ValueError),
+        (2.0, dict(maximum=1.0), ValueError),
+    ],
+)
 def test_check_number_errors(value, kwargs, error):
     with pytest.raises(error):
         c.check_number("f", "x", value, **kwargs)

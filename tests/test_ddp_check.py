@@ -25,7 +25,6 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-
 def test_reference_is_deterministic_and_set_epoch_matters():
     cfg = ddp_train.RunConfig(name="r", **TINY)
     m1, l1 = ddp_check.train_reference(cfg, 2)
@@ -44,14 +43,17 @@ def _result(name: str, rank: int, world: int = 2) -> dict:
     return {"name": name, "rank": rank, "world_size": world, "final_hash": "0" * 16}
 
 
-@pytest.mark.parametrize("text, match", [
-    ('{"name": "ddp", "rank": 1', "not valid JSON"),                  # truncated
-    (b"\xff\xfe\x00garbage", "not valid JSON"),                       # not text
-    ("[1, 2]", "not a results object"),
-    ('{"name": "ddp", "rank": 0, "world_size": 2}', "holds rank 0"),  # copied from rank 0
-    ('{"name": "acc", "rank": 1, "world_size": 2}', "holds run 'acc'"),
-    ('{"name": "ddp", "rank": 1, "world_size": 4}', "world size 4"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ('{"name": "ddp", "rank": 1', "not valid JSON"),  # truncated
+        (b"\xff\xfe\x00garbage", "not valid JSON"),  # not text
+        ("[1, 2]", "not a results object"),
+        ('{"name": "ddp", "rank": 0, "world_size": 2}', "holds rank 0"),  # copied from rank 0
+        ('{"name": "acc", "rank": 1, "world_size": 2}', "holds run 'acc'"),
+        ('{"name": "ddp", "rank": 1, "world_size": 4}', "world size 4"),
+    ],
+)
 def test_load_results_names_the_bad_file(tmp_path, text, match):
     (tmp_path / "ddp.rank0.json").write_text(json.dumps(_result("ddp", 0)))
     bad = tmp_path / "ddp.rank1.json"
@@ -90,6 +92,6 @@ def test_data_parallel_on_cpu_is_the_plain_model():
     cfg = ddp_train.RunConfig(name="r", **TINY)
     ref, ref_losses = ddp_check.train_reference(cfg, 2)
     dp, dp_losses, seconds = ddp_check.train_data_parallel(cfg, 2)
-    assert not isinstance(dp, torch.nn.DataParallel)           # the unwrapped module comes back
+    assert not isinstance(dp, torch.nn.DataParallel)  # the unwrapped module comes back
     assert dp_losses == ref_losses and ddp_train.params_hash(dp) == ddp_train.params_hash(ref)
     assert len(seconds) == cfg.epochs and all(s > 0 for s in seconds)

@@ -31,48 +31,60 @@ def test_parse_run_keys_and_types():
     assert ddp_train.parse_run("plain") == ddp_train.RunConfig(name="plain")
 
 
-@pytest.mark.parametrize("spec, match", [
-    ("x:speed=3", "bad item 'speed=3'"),
-    ("x:accum", "bad item 'accum'"),
-    ("x:name=y", "bad item 'name=y'"),
-    ("x:no_sync=yes", "no_sync='yes' is not a valid bool"),
-    ("x:accum=two", "accum='two' is not a valid int"),
-    ("bad name", "name must be"),
-    ("x:accum=0", "accum must be an integer >= 1"),
-    ("x:lr=-1", "lr must be > 0"),
-    ("x:lr=nan", "lr must be a finite number"),
-    ("x:seed=-1", "seed must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ("x:speed=3", "bad item 'speed=3'"),
+        ("x:accum", "bad item 'accum'"),
+        ("x:name=y", "bad item 'name=y'"),
+        ("x:no_sync=yes", "no_sync='yes' is not a valid bool"),
+        ("x:accum=two", "accum='two' is not a valid int"),
+        ("bad name", "name must be"),
+        ("x:accum=0", "accum must be an integer >= 1"),
+        ("x:lr=-1", "lr must be > 0"),
+        ("x:lr=nan", "lr must be a finite number"),
+        ("x:seed=-1", "seed must be an integer >= 0"),
+    ],
+)
 def test_parse_run_errors(spec, match):
     with pytest.raises(ValueError, match=match):
         ddp_train.parse_run(spec)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(epochs=2.0), "epochs must be an integer"),
-    (dict(batch_size=True), "batch_size must be an integer"),
-    (dict(no_sync="no"), "no_sync must be True or False"),
-    (dict(set_epoch=1), "set_epoch must be True or False"),
-    (dict(lr="0.1"), "lr must be a number"),
-    (dict(name=3), "name must be str"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(epochs=2.0), "epochs must be an integer"),
+        (dict(batch_size=True), "batch_size must be an integer"),
+        (dict(no_sync="no"), "no_sync must be True or False"),
+        (dict(set_epoch=1), "set_epoch must be True or False"),
+        (dict(lr="0.1"), "lr must be a number"),
+        (dict(name=3), "name must be str"),
+    ],
+)
 def test_run_config_wrong_types_raise_type_error(kwargs, match):
     with pytest.raises(TypeError, match=match):
         ddp_train.RunConfig(**kwargs)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: ddp_train.parse_run(3), "spec must be str"),
-    (lambda: ddp_train.parse_run("x", defaults={}), "defaults must be RunConfig"),
-    (lambda: ddp_check.train_reference("x", 2), "cfg must be RunConfig"),
-    (lambda: ddp_check.train_reference(ddp_train.RunConfig(), 2.0), "world_size must be an int"),
-    (lambda: ddp_train.RunConfig().steps_per_epoch("2"), "world_size must be an integer"),
-    (lambda: ddp_train.make_dataset(None), "cfg must be RunConfig"),
-    (lambda: ddp_train.params_hash("model"), "model must be Module"),
-    (lambda: ddp_train.IndexedDataset([1, 2], torch.zeros(2)), "X must be Tensor"),
-    (lambda: ddp_check.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
-    (lambda: ddp_check.load_results(".", "ddp", "2"), "world_size must be an integer"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: ddp_train.parse_run(3), "spec must be str"),
+        (lambda: ddp_train.parse_run("x", defaults={}), "defaults must be RunConfig"),
+        (lambda: ddp_check.train_reference("x", 2), "cfg must be RunConfig"),
+        (
+            lambda: ddp_check.train_reference(ddp_train.RunConfig(), 2.0),
+            "world_size must be an int",
+        ),
+        (lambda: ddp_train.RunConfig().steps_per_epoch("2"), "world_size must be an integer"),
+        (lambda: ddp_train.make_dataset(None), "cfg must be RunConfig"),
+        (lambda: ddp_train.params_hash("model"), "model must be Module"),
+        (lambda: ddp_train.IndexedDataset([1, 2], torch.zeros(2)), "X must be Tensor"),
+        (lambda: ddp_check.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
+        (lambda: ddp_check.load_results(".", "ddp", "2"), "world_size must be an integer"),
+    ],
+)
 def test_wrong_types_raise_type_error(call, match):
     with pytest.raises(TypeError, match=match):
         call()
@@ -108,19 +120,31 @@ def test_main_refuses_to_run_outside_torchrun(monkeypatch, tmp_path, capsys):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun launch test on Linux")
 def test_two_rank_gloo_run_matches_one_process(tmp_path):
     tiny = ",".join(f"{k}={v}" for k, v in TINY.items())
-    launch.run_torchrun("tricks_helpers.ddp_train", [
-        "--out", tmp_path, "--backend", "gloo",
-        "--variant", f"ddp:{tiny}",
-        "--variant", f"acc:{tiny},accum=2,no_sync=1",
-        "--variant", f"stale:{tiny},set_epoch=0",
-    ], module=True, nproc_per_node=2, timeout=180)
+    launch.run_torchrun(
+        "tricks_helpers.ddp_train",
+        [
+            "--out",
+            tmp_path,
+            "--backend",
+            "gloo",
+            "--variant",
+            f"ddp:{tiny}",
+            "--variant",
+            f"acc:{tiny},accum=2,no_sync=1",
+            "--variant",
+            f"stale:{tiny},set_epoch=0",
+        ],
+        module=True,
+        nproc_per_node=2,
+        timeout=180,
+    )
     for name, accum, set_epoch in (("ddp", 1, True), ("acc", 2, True), ("stale", 1, False)):
         r0, r1 = ddp_check.load_results(tmp_path, name, 2)
         assert (r0["rank"], r1["rank"], r0["backend"]) == (0, 1, "gloo")
-        assert r0["init_hash"] == r1["init_hash"]            # seeded alike
-        assert r0["final_hash"] == r1["final_hash"]          # replicas stay in sync
-        assert r0["aug_first"] != r1["aug_first"]            # augmentation seeded apart
-        for epoch in range(2):                               # disjoint shards, all samples
+        assert r0["init_hash"] == r1["init_hash"]  # seeded alike
+        assert r0["final_hash"] == r1["final_hash"]  # replicas stay in sync
+        assert r0["aug_first"] != r1["aug_first"]  # augmentation seeded apart
+        for epoch in range(2):  # disjoint shards, all samples
             assert sorted(r0["epoch_orders"][epoch] + r1["epoch_orders"][epoch]) == list(range(64))
         assert (r0["epoch_orders"][0] == r0["epoch_orders"][1]) == (not set_epoch)
         assert r0["optimizer_steps"] == 2 * 4 // accum

@@ -11,8 +11,19 @@ from tricks_helpers import env
 def test_card_has_fixed_lines_in_order():
     card = env.environment_card()
     keys = [line.split()[0] for line in card.lines() if not line.startswith("  warning ")]
-    assert keys == ["torch", "python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16",
-                    "executed", "commit"]
+    assert keys == [
+        "torch",
+        "python",
+        "device",
+        "cpu",
+        "threads",
+        "cuda",
+        "cudnn",
+        "gpu",
+        "bf16",
+        "executed",
+        "commit",
+    ]
     assert str(card).startswith("environment\n")
 
 
@@ -45,12 +56,15 @@ def test_missing_cpuinfo_gives_empty_flags(tmp_path):
     assert isinstance(env.cpu_model(tmp_path / "absent"), str)
 
 
-@pytest.mark.parametrize("flags, expected", [
-    ({"avx512_bf16"}, r"^native \(avx512_bf16\)$"),
-    ({"amx_bf16", "avx512_bf16"}, r"^native \(avx512_bf16, amx_bf16\)$"),
-    ({"avx2"}, r"^emulated"),
-    (set(), r"^emulated"),
-])
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ({"avx512_bf16"}, r"^native \(avx512_bf16\)$"),
+        ({"amx_bf16", "avx512_bf16"}, r"^native \(avx512_bf16, amx_bf16\)$"),
+        ({"avx2"}, r"^emulated"),
+        (set(), r"^emulated"),
+    ],
+)
 def test_bf16_support_on_cpu(flags, expected):
     assert re.search(expected, env.bf16_support("cpu", flags=frozenset(flags)))
 
@@ -98,6 +112,7 @@ def test_autocast_dtypes():
 
 # --- bf16 / hardware capability (chapter 04)
 
+
 def test_cpu_bf16_flags_follow_torch_capabilities():
     flags = env.cpu_bf16_flags()
     assert flags <= {"avx512_bf16", "amx_bf16", "bf16"}
@@ -111,12 +126,18 @@ def test_arm_bf16_counts_as_native():
     assert env.bf16_support("cpu", flags=frozenset({"bf16"})) == "native (bf16)"
 
 
-@pytest.mark.parametrize("flags, tail", [
-    (frozenset({"avx512_bf16"}), "avx512_bf16 yes, amx_bf16 no -> bfloat16 native"),
-    (frozenset({"avx512_bf16", "amx_bf16"}), "avx512_bf16 yes, amx_bf16 yes -> bfloat16 native"),
-    (frozenset(), "avx512_bf16 no, amx_bf16 no -> bfloat16 emulated"),
-    (frozenset({"bf16"}), "avx512_bf16 no, amx_bf16 no, arm bf16 yes -> bfloat16 native"),
-])
+@pytest.mark.parametrize(
+    "flags, tail",
+    [
+        (frozenset({"avx512_bf16"}), "avx512_bf16 yes, amx_bf16 no -> bfloat16 native"),
+        (
+            frozenset({"avx512_bf16", "amx_bf16"}),
+            "avx512_bf16 yes, amx_bf16 yes -> bfloat16 native",
+        ),
+        (frozenset(), "avx512_bf16 no, amx_bf16 no -> bfloat16 emulated"),
+        (frozenset({"bf16"}), "avx512_bf16 no, amx_bf16 no, arm bf16 yes -> bfloat16 native"),
+    ],
+)
 def test_hardware_line_on_cpu(flags, tail):
     line = env.hardware_line("cpu", flags=flags)
     assert line == f"cpu: {torch.backends.cpu.get_cpu_capability()} kernels, {tail}"

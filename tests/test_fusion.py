@@ -19,12 +19,33 @@ BN = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
 SPATIAL = {1: 17, 2: 9, 3: 6}
 
 
-def make_pair(dim, cin=4, cout=6, k=3, stride=1, padding=1, dilation=1, groups=1, bias=True,
-              affine=True, padding_mode="zeros", seed=0):
+def make_pair(
+    dim,
+    cin=4,
+    cout=6,
+    k=3,
+    stride=1,
+    padding=1,
+    dilation=1,
+    groups=1,
+    bias=True,
+    affine=True,
+    padding_mode="zeros",
+    seed=0,
+):
     """A conv + BN in eval mode with non-trivial statistics and affine parameters."""
     g = torch.Generator().manual_seed(seed)
-    conv = CONV[dim](cin, cout, k, stride=stride, padding=padding, dilation=dilation,
-                     groups=groups, bias=bias, padding_mode=padding_mode)
+    conv = CONV[dim](
+        cin,
+        cout,
+        k,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+        bias=bias,
+        padding_mode=padding_mode,
+    )
     bn = BN[dim](cout, affine=affine)
     with torch.no_grad():
         conv.weight.copy_(torch.randn(conv.weight.shape, generator=g))
@@ -78,10 +99,20 @@ def test_random_configurations_property_style():
         k = rng.choice([1, 2, 3])
         padding_mode = rng.choice(["zeros", "zeros", "reflect", "circular", "replicate"])
         padding = rng.choice([0, 1, 2]) if padding_mode == "zeros" else rng.choice([0, 1])
-        conv, bn = make_pair(dim, cin=cin, cout=cout, k=k, stride=rng.choice([1, 2]),
-                             padding=padding, dilation=rng.choice([1, 2]), groups=groups,
-                             bias=rng.random() < 0.5, affine=rng.random() < 0.5,
-                             padding_mode=padding_mode, seed=case)
+        conv, bn = make_pair(
+            dim,
+            cin=cin,
+            cout=cout,
+            k=k,
+            stride=rng.choice([1, 2]),
+            padding=padding,
+            dilation=rng.choice([1, 2]),
+            groups=groups,
+            bias=rng.random() < 0.5,
+            affine=rng.random() < 0.5,
+            padding_mode=padding_mode,
+            seed=case,
+        )
         try:
             check_against_references(conv, bn, make_input(dim, cin, seed=case))
         except AssertionError as e:  # pragma: no cover - failure message only
@@ -103,11 +134,17 @@ def test_matches_torch_ao_fuse_modules():
 
 def test_inputs_untouched_and_independent_copy():
     conv, bn = make_pair(2)
-    before = {k: v.clone() for k, v in list(conv.state_dict().items()) + [
-        ("bn." + k, v) for k, v in bn.state_dict().items()]}
+    before = {
+        k: v.clone()
+        for k, v in list(conv.state_dict().items())
+        + [("bn." + k, v) for k, v in bn.state_dict().items()]
+    }
     fused = fuse_conv_bn(conv, bn)
-    after = {k: v for k, v in list(conv.state_dict().items()) + [
-        ("bn." + k, v) for k, v in bn.state_dict().items()]}
+    after = {
+        k: v
+        for k, v in list(conv.state_dict().items())
+        + [("bn." + k, v) for k, v in bn.state_dict().items()]
+    }
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert fused is not conv and fused.weight.data_ptr() != conv.weight.data_ptr()
 
@@ -182,6 +219,7 @@ def test_string_padding_and_requires_grad_follow_the_conv():
 
 # --- hooks (issue 12: a conv forward hook copied onto the fused conv ran after BatchNorm)
 
+
 def test_conv_forward_hook_is_refused_not_copied():
     conv, bn = make_pair(2)
     seen = []
@@ -205,6 +243,7 @@ def test_bn_hooks_and_pre_hooks_are_refused():
 
 
 # --- fuse_model: torch.fx finds pairs wired in forward()
+
 
 class Custom(nn.Module):
     """A pair wired in forward(), a Sequential pair, a Conv1d pair, and a lone BatchNorm."""
@@ -318,8 +357,12 @@ def test_fuse_model_refuses_what_fx_cannot_trace():
 
 def test_fuse_model_hooks():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(),
-                          nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8))).eval()
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8)),
+    ).eval()
     seen = []
     model[2].register_forward_hook(lambda m, i, o: seen.append(o.shape))  # a leaf: kept
     fused, count = fuse_model(model)

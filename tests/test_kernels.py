@@ -39,13 +39,17 @@ class Runner:
 def test_generated_code_parsing():
     code = GeneratedCode((WRAPPER,))
     assert code.graphs == 1
-    assert code.kernels == ("cpp_fused_relu_0",
-                            "cpp_fused__native_batch_norm_legit_no_training_add_relu_1")
+    assert code.kernels == (
+        "cpp_fused_relu_0",
+        "cpp_fused__native_batch_norm_legit_no_training_add_relu_1",
+    )
     assert code.kernels_fusing("batch_norm") == 1 and code.kernels_fusing("relu") == 2
-    assert dict(code.extern_calls) == {"mkldnn._convolution_pointwise": 1,
-                                       "mkldnn._convolution_pointwise.binary": 1,
-                                       "extern_kernels.convolution": 1,
-                                       "extern_kernels.addmm": 1}
+    assert dict(code.extern_calls) == {
+        "mkldnn._convolution_pointwise": 1,
+        "mkldnn._convolution_pointwise.binary": 1,
+        "extern_kernels.convolution": 1,
+        "extern_kernels.addmm": 1,
+    }
     two = GeneratedCode((WRAPPER, WRAPPER))
     assert two.graphs == 2 and len(two.kernels) == 4
     assert two.extern_calls["extern_kernels.convolution"] == 2
@@ -55,6 +59,7 @@ def test_generated_code_parsing():
 
 def test_compiled_code_captures_a_real_compile():
     """A graph of one matmul: Inductor calls a library kernel and compiles no C++."""
+
     def f(a, b):
         return torch.mm(a, b)
 
@@ -70,8 +75,10 @@ def test_compiled_code_captures_a_real_compile():
         compiled_code(3)
 
 
-@pytest.mark.skipif(not torch.backends.mkldnn.is_available() or sys.platform.startswith("win"),
-                    reason="needs oneDNN and POSIX file descriptors")
+@pytest.mark.skipif(
+    not torch.backends.mkldnn.is_available() or sys.platform.startswith("win"),
+    reason="needs oneDNN and POSIX file descriptors",
+)
 def test_onednn_primitives_counts_and_restores_stdout(capfd):
     conv = nn.Conv2d(16, 16, 3, padding=1).eval()
     x = torch.randn(1, 16, 64, 64)  # large enough for PyTorch to pick oneDNN on the CPU

@@ -13,8 +13,9 @@ import pytest
 
 from tricks_helpers import launch
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="process-tree cleanup is checked through /proc")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="process-tree cleanup is checked through /proc"
+)
 
 WORKER = textwrap.dedent("""
     import os, signal, sys, time, traceback
@@ -73,8 +74,9 @@ def _wait_gone(pids: list[int], seconds: float = 5.0) -> bool:
 
 
 def test_torchrun_command_single_node():
-    cmd = launch.torchrun_command("train.py", ["--epochs", 3], nproc_per_node=4,
-                                  launcher=["torchrun"])
+    cmd = launch.torchrun_command(
+        "train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"]
+    )
     assert cmd == ["torchrun", "--standalone", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
     cmd = launch.torchrun_command("pkg.mod", module=True, launcher=["torchrun"])
     assert cmd[-2:] == ["-m", "pkg.mod"]
@@ -82,14 +84,29 @@ def test_torchrun_command_single_node():
 
 
 def test_torchrun_command_multi_node():
-    cmd = launch.torchrun_command("pkg.mod", module=True, nnodes=2, nproc_per_node=8,
-                                  rdzv_endpoint="node0:29400", rdzv_id="job7",
-                                  launcher=["torchrun"])
+    cmd = launch.torchrun_command(
+        "pkg.mod",
+        module=True,
+        nnodes=2,
+        nproc_per_node=8,
+        rdzv_endpoint="node0:29400",
+        rdzv_id="job7",
+        launcher=["torchrun"],
+    )
     assert "--standalone" not in cmd
-    assert cmd[1:9] == ["--nnodes", "2", "--rdzv-backend", "c10d",
-                        "--rdzv-endpoint", "node0:29400", "--rdzv-id", "job7"]
-    elastic = launch.torchrun_command("m", module=True, nnodes="1:4", rdzv_endpoint="h:1",
-                                      rdzv_id="j", launcher=["torchrun"])
+    assert cmd[1:9] == [
+        "--nnodes",
+        "2",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "node0:29400",
+        "--rdzv-id",
+        "job7",
+    ]
+    elastic = launch.torchrun_command(
+        "m", module=True, nnodes="1:4", rdzv_endpoint="h:1", rdzv_id="j", launcher=["torchrun"]
+    )
     assert elastic[1:3] == ["--nnodes", "1:4"]
 
 
@@ -101,16 +118,19 @@ def test_torchrun_command_launcher_string_is_refused_not_split():
     assert cmd[:2] == ["torchrun", "--standalone"]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(target=""), "non-empty"),
-    (dict(target="x.py", nproc_per_node=0), "nproc_per_node must be an integer >= 1"),
-    (dict(target="x.py", nnodes=2), "rdzv_endpoint"),
-    (dict(target="x.py", nnodes=0, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-    (dict(target="x.py", nnodes="two", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-    (dict(target="x.py", nnodes="4:1", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-    (dict(target="x.py", launcher=[]), "launcher must not be empty"),
-    (dict(target="x.py", rdzv_backend=""), "rdzv_backend"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(target=""), "non-empty"),
+        (dict(target="x.py", nproc_per_node=0), "nproc_per_node must be an integer >= 1"),
+        (dict(target="x.py", nnodes=2), "rdzv_endpoint"),
+        (dict(target="x.py", nnodes=0, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (dict(target="x.py", nnodes="two", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (dict(target="x.py", nnodes="4:1", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (dict(target="x.py", launcher=[]), "launcher must not be empty"),
+        (dict(target="x.py", rdzv_backend=""), "rdzv_backend"),
+    ],
+)
 def test_torchrun_command_value_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         launch.torchrun_command(**kwargs)
@@ -123,18 +143,24 @@ class _BytesPath:
         return b"x.py"
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(target=3), "target must be str or PathLike"),
-    (dict(target=_BytesPath()), "target must be a str path"),
-    (dict(target="x.py", args="--epochs 3"), "args must be a sequence of strings"),
-    (dict(target="x.py", args=["--epochs", None]), r"args\[1\] must be"),
-    (dict(target="x.py", nproc_per_node=2.0), "nproc_per_node must be an integer"),
-    (dict(target="x.py", nproc_per_node=True), "nproc_per_node must be an integer"),
-    (dict(target="x.py", module="yes"), "module must be True or False"),
-    (dict(target="x.py", nnodes=2.5, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-    (dict(target="x.py", nnodes=2, rdzv_endpoint=29400, rdzv_id="j"), "rdzv_endpoint must be str"),
-    (dict(target="x.py", launcher=["torchrun", 3]), r"launcher\[1\] must be str"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(target=3), "target must be str or PathLike"),
+        (dict(target=_BytesPath()), "target must be a str path"),
+        (dict(target="x.py", args="--epochs 3"), "args must be a sequence of strings"),
+        (dict(target="x.py", args=["--epochs", None]), r"args\[1\] must be"),
+        (dict(target="x.py", nproc_per_node=2.0), "nproc_per_node must be an integer"),
+        (dict(target="x.py", nproc_per_node=True), "nproc_per_node must be an integer"),
+        (dict(target="x.py", module="yes"), "module must be True or False"),
+        (dict(target="x.py", nnodes=2.5, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (
+            dict(target="x.py", nnodes=2, rdzv_endpoint=29400, rdzv_id="j"),
+            "rdzv_endpoint must be str",
+        ),
+        (dict(target="x.py", launcher=["torchrun", 3]), r"launcher\[1\] must be str"),
+    ],
+)
 def test_torchrun_command_type_errors(kwargs, match):
     with pytest.raises(TypeError, match=match):
         launch.torchrun_command(**kwargs)
@@ -143,27 +169,32 @@ def test_torchrun_command_type_errors(kwargs, match):
 @pytest.fixture
 def no_popen(monkeypatch):
     """Fail the test if anything is started: validation must come first."""
+
     def popen(*args, **kwargs):
         raise AssertionError(f"a process was started: {args[0]!r}")
+
     monkeypatch.setattr(launch.subprocess, "Popen", popen)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(timeout=0), ValueError, "timeout must be > 0"),
-    (dict(timeout=math.inf), ValueError, "timeout must be a finite number"),
-    (dict(timeout=math.nan), ValueError, "timeout must be a finite number"),
-    (dict(timeout="60"), TypeError, "timeout must be a number"),
-    (dict(grace=-1), ValueError, "grace must be >= 0"),
-    (dict(grace=math.inf), ValueError, "grace must be a finite number"),
-    (dict(nproc_per_node=0), ValueError, "nproc_per_node"),
-    (dict(args="--x 1"), TypeError, "args must be a sequence"),
-    (dict(module=1), TypeError, "module must be True or False"),
-    (dict(env={"A": None}), TypeError, r"env\['A'\] must be"),
-    (dict(env={1: "x"}), TypeError, "env keys must be str"),
-    (dict(env=["A=1"]), TypeError, "env must be Mapping"),
-    (dict(cwd="/no/such/dir"), ValueError, "cwd: no such directory"),
-    (dict(cwd=3), TypeError, "cwd must be str or PathLike"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(timeout=0), ValueError, "timeout must be > 0"),
+        (dict(timeout=math.inf), ValueError, "timeout must be a finite number"),
+        (dict(timeout=math.nan), ValueError, "timeout must be a finite number"),
+        (dict(timeout="60"), TypeError, "timeout must be a number"),
+        (dict(grace=-1), ValueError, "grace must be >= 0"),
+        (dict(grace=math.inf), ValueError, "grace must be a finite number"),
+        (dict(nproc_per_node=0), ValueError, "nproc_per_node"),
+        (dict(args="--x 1"), TypeError, "args must be a sequence"),
+        (dict(module=1), TypeError, "module must be True or False"),
+        (dict(env={"A": None}), TypeError, r"env\['A'\] must be"),
+        (dict(env={1: "x"}), TypeError, "env keys must be str"),
+        (dict(env=["A=1"]), TypeError, "env must be Mapping"),
+        (dict(cwd="/no/such/dir"), ValueError, "cwd: no such directory"),
+        (dict(cwd=3), TypeError, "cwd must be str or PathLike"),
+    ],
+)
 def test_run_torchrun_validates_everything_before_starting(no_popen, kwargs, error, match):
     kwargs = {"module": True, **kwargs}
     with pytest.raises(error, match=match):
@@ -180,8 +211,9 @@ def test_success_captures_each_rank_and_leaves_no_process(worker):
     script, pid_dir = worker
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        result = launch.run_torchrun(script, ["orphan", pid_dir], nproc_per_node=2, timeout=120,
-                                     grace=1)
+        result = launch.run_torchrun(
+            script, ["orphan", pid_dir], nproc_per_node=2, timeout=120, grace=1
+        )
         assert result.returncode == 0
         assert result.stdout == {0: "out of rank 0 of 2\n", 1: "out of rank 1 of 2\n"}
         assert result.stderr == {0: "err of rank 0\n", 1: "err of rank 1\n"}

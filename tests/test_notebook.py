@@ -64,7 +64,13 @@ def test_error_options_are_honoured(monkeypatch):
 
 def test_error_categories_parsing():
     assert notebook._error_categories(
-        ["error::FutureWarning", "error::NoSuchWarning", "error:msg:UserWarning", "default", "error::int"]
+        [
+            "error::FutureWarning",
+            "error::NoSuchWarning",
+            "error:msg:UserWarning",
+            "default",
+            "error::int",
+        ]
     ) == [FutureWarning]
 
 
@@ -129,7 +135,9 @@ def test_show_error_prints_one_line_and_returns_the_exception():
 
 
 def test_show_error_fails_when_nothing_raises_and_lets_others_through():
-    with pytest.raises(AssertionError, match=r"expected ValueError \(quiet\), but the call returned"):
+    with pytest.raises(
+        AssertionError, match=r"expected ValueError \(quiet\), but the call returned"
+    ):
         notebook.show_error(lambda: None, ValueError, label="quiet")
     with pytest.raises(KeyError):
         notebook.show_error(lambda: {}["x"], ValueError)

@@ -22,13 +22,13 @@ def _many_small(x: torch.Tensor) -> torch.Tensor:
 
 
 def _record(rows: int = ROWS):
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")   # no start/stop lines on stderr
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # no start/stop lines on stderr
     x = torch.randn(rows, 8)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
         for _ in range(3):
             with record_function("slow"):
                 _many_small(x)
-            with record_function("fast"):   # one tiny op vs ROWS of them: robust under load
+            with record_function("fast"):  # one tiny op vs ROWS of them: robust under load
                 x.neg()
     return p
 
@@ -79,7 +79,8 @@ def test_range_durations_one_per_occurrence(prof):
     assert [len(d) for d in durations.values()] == [3, 3]
     assert all(d > 0 for ds in durations.values() for d in ds)
     assert sum(durations["slow"]) == pytest.approx(
-        profiling.range_stats(prof, ["slow"])["slow"].cpu_total_us, rel=1e-6)
+        profiling.range_stats(prof, ["slow"])["slow"].cpu_total_us, rel=1e-6
+    )
     assert profiling.range_durations(prof.events(), ["slow"]) == {"slow": durations["slow"]}
     with pytest.raises(ValueError, match=r"\['nope'\] not in the profile"):
         profiling.range_durations(prof, ["slow", "nope"])
@@ -89,33 +90,44 @@ def test_range_durations_one_per_occurrence(prof):
         profiling.range_durations(prof, "slow")
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda p: profiling.top_ops(p, by="wall"), "by must be one of"),
-    (lambda p: profiling.top_ops(p, n=0), "n must be"),
-    (lambda p: profiling.range_stats(p, []), "non-empty"),
-    (lambda p: profiling.range_stats(p, ["slow", "nope"]),
-     r"\['nope'\] not in the profile.*'fast'"),
-    (lambda p: profiling.largest_range(p, ["slow"], by="x"), "by must be one of"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda p: profiling.top_ops(p, by="wall"), "by must be one of"),
+        (lambda p: profiling.top_ops(p, n=0), "n must be"),
+        (lambda p: profiling.range_stats(p, []), "non-empty"),
+        (
+            lambda p: profiling.range_stats(p, ["slow", "nope"]),
+            r"\['nope'\] not in the profile.*'fast'",
+        ),
+        (lambda p: profiling.largest_range(p, ["slow"], by="x"), "by must be one of"),
+    ],
+)
 def test_profiler_errors(prof, call, match):
     with pytest.raises(ValueError, match=match):
         call(prof)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda p: profiling.top_ops(p, n=2.0), "n must be an integer"),
-    (lambda p: profiling.top_ops(p, n=True), "n must be an integer"),
-    (lambda p: profiling.top_ops(p, include_ranges="yes"), "include_ranges must be True or False"),
-    (lambda p: profiling.range_stats(p, "slow"), "names must be a sequence of range names"),
-    (lambda p: profiling.range_stats(p, ["slow", 3]), r"names\[1\] must be str"),
-    (lambda p: profiling.largest_range(p, "slow"), "names must be a sequence"),
-    (lambda p: profiling.trace_event_counts(3), "path must be str or PathLike"),
-    (lambda p: profiling.trace_event_counts("t.json", category=3), "category must be str"),
-    (lambda p: profiling.trace_spans(3), "path must be str or PathLike"),
-    (lambda p: profiling.top_ops(p, by=1), "by must be str"),
-    (lambda p: profiling.largest_range(p, ["slow"], by=None), "by must be str"),
-    (lambda p: profiling.cprofile_stats(cProfile.Profile(), sort=2), "sort must be str"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda p: profiling.top_ops(p, n=2.0), "n must be an integer"),
+        (lambda p: profiling.top_ops(p, n=True), "n must be an integer"),
+        (
+            lambda p: profiling.top_ops(p, include_ranges="yes"),
+            "include_ranges must be True or False",
+        ),
+        (lambda p: profiling.range_stats(p, "slow"), "names must be a sequence of range names"),
+        (lambda p: profiling.range_stats(p, ["slow", 3]), r"names\[1\] must be str"),
+        (lambda p: profiling.largest_range(p, "slow"), "names must be a sequence"),
+        (lambda p: profiling.trace_event_counts(3), "path must be str or PathLike"),
+        (lambda p: profiling.trace_event_counts("t.json", category=3), "category must be str"),
+        (lambda p: profiling.trace_spans(3), "path must be str or PathLike"),
+        (lambda p: profiling.top_ops(p, by=1), "by must be str"),
+        (lambda p: profiling.largest_range(p, ["slow"], by=None), "by must be str"),
+        (lambda p: profiling.cprofile_stats(cProfile.Profile(), sort=2), "sort must be str"),
+    ],
+)
 def test_profiler_type_errors(prof, call, match):
     with pytest.raises(TypeError, match=match):
         call(prof)
@@ -145,7 +157,7 @@ def test_gzip_chrome_trace_is_read(tmp_path):
     assert profiling.trace_event_counts(plain)["slow"] == 3
     assert profiling.trace_event_counts(packed) == profiling.trace_event_counts(plain)
     assert profiling.trace_spans(packed) == profiling.trace_spans(plain)
-    renamed = tmp_path / "trace_gz_without_suffix.json"   # detected by content, not by name
+    renamed = tmp_path / "trace_gz_without_suffix.json"  # detected by content, not by name
     renamed.write_bytes(packed.read_bytes())
     assert profiling.trace_event_counts(renamed) == profiling.trace_event_counts(plain)
 
@@ -173,19 +185,21 @@ def test_chrome_trace_errors(tmp_path):
 def test_trace_spans_timeline(trace_path):
     path = trace_path
     spans = profiling.trace_spans(path)
-    assert [s.name for s in spans] == ["slow", "fast"] * 3          # in time order
-    assert spans[0].start_us == 0.0                                  # relative to the first
+    assert [s.name for s in spans] == ["slow", "fast"] * 3  # in time order
+    assert spans[0].start_us == 0.0  # relative to the first
     assert all(s.duration_us >= 0 for s in spans)
-    for a, b in zip(spans, spans[1:]):                               # one thread: no overlap
+    for a, b in zip(spans, spans[1:]):  # one thread: no overlap
         assert a.start_us + a.duration_us <= b.start_us + 1e-3
     only_fast = profiling.trace_spans(path, names=["fast"])
     assert [s.name for s in only_fast] == ["fast"] * 3
-    assert only_fast[0].start_us == spans[1].start_us                # same time origin
+    assert only_fast[0].start_us == spans[1].start_us  # same time origin
     ops = profiling.trace_spans(path, category="cpu_op", names=["aten::neg"])
     assert len(ops) == 3 and {s.category for s in ops} == {"cpu_op"}
     everything = profiling.trace_spans(path, category=None, names=["slow", "aten::neg"])
-    assert {(s.name, s.category) for s in everything} == {("slow", "user_annotation"),
-                                                          ("aten::neg", "cpu_op")}
+    assert {(s.name, s.category) for s in everything} == {
+        ("slow", "user_annotation"),
+        ("aten::neg", "cpu_op"),
+    }
     with pytest.raises(ValueError, match=r"no events named \['nope'\]"):
         profiling.trace_spans(path, names=["nope"])
 
@@ -199,7 +213,7 @@ def test_cprofile_stats_names_without_paths():
     rows = profiling.cprofile_stats(pr, sort="calls")
     std = next(r for r in rows if "'std'" in r.name)
     assert std.calls == 32 and std.builtin
-    assert std.callers in (("<listcomp>",), ("_many_small",))   # comprehensions inline from 3.12
+    assert std.callers in (("<listcomp>",), ("_many_small",))  # comprehensions inline from 3.12
     mine = next(r for r in rows if r.name == "_many_small")
     assert mine.where.startswith("test_profiling.py:") and "/" not in mine.where
     assert mine.cumtime >= mine.tottime >= 0

@@ -22,14 +22,17 @@ def trained_block(cin, cout, stride=1, groups=1, seed=0):
     return block.eval()
 
 
-@pytest.mark.parametrize("cin,cout,stride,groups,has_id", [
-    (8, 8, 1, 1, True),
-    (8, 8, 1, 2, True),
-    (8, 8, 1, 8, True),
-    (4, 8, 1, 1, False),
-    (8, 8, 2, 1, False),
-    (6, 12, 2, 3, False),
-])
+@pytest.mark.parametrize(
+    "cin,cout,stride,groups,has_id",
+    [
+        (8, 8, 1, 1, True),
+        (8, 8, 1, 2, True),
+        (8, 8, 1, 8, True),
+        (4, 8, 1, 1, False),
+        (8, 8, 2, 1, False),
+        (6, 12, 2, 3, False),
+    ],
+)
 def test_collapse_equals_block(cin, cout, stride, groups, has_id):
     block = trained_block(cin, cout, stride, groups)
     assert (block.bn_id is not None) == has_id

@@ -30,10 +30,14 @@ def test_parameter_count_equals_torchvision():
 def test_state_dict_layout_matches_torchvision_names():
     sd = resnet18().state_dict()
     assert len(sd) == 122  # 62 parameters + 20 BatchNorms x 3 buffers
-    for key, shape in [("conv1.weight", (64, 3, 7, 7)), ("bn1.running_var", (64,)),
-                       ("layer1.0.conv1.weight", (64, 64, 3, 3)),
-                       ("layer2.0.downsample.0.weight", (128, 64, 1, 1)),
-                       ("layer4.1.bn2.num_batches_tracked", ()), ("fc.weight", (1000, 512))]:
+    for key, shape in [
+        ("conv1.weight", (64, 3, 7, 7)),
+        ("bn1.running_var", (64,)),
+        ("layer1.0.conv1.weight", (64, 64, 3, 3)),
+        ("layer2.0.downsample.0.weight", (128, 64, 1, 1)),
+        ("layer4.1.bn2.num_batches_tracked", ()),
+        ("fc.weight", (1000, 512)),
+    ]:
         assert tuple(sd[key].shape) == shape, key
     assert "layer1.0.downsample.0.weight" not in sd
     convs = [m for m in resnet18().modules() if isinstance(m, nn.Conv2d)]
@@ -72,8 +76,11 @@ def test_initialisation_follows_torchvision():
     assert torch.equal(model.bn1.weight, torch.ones(64))
     assert torch.equal(model.layer1[0].bn2.bias, torch.zeros(64))
     zero = resnet18(seed=0, zero_init_residual=True)
-    assert all(torch.equal(b.bn2.weight, torch.zeros_like(b.bn2.weight))
-               for b in zero.modules() if isinstance(b, BasicBlock))
+    assert all(
+        torch.equal(b.bn2.weight, torch.zeros_like(b.bn2.weight))
+        for b in zero.modules()
+        if isinstance(b, BasicBlock)
+    )
 
 
 def test_errors():

@@ -18,8 +18,15 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from tricks_helpers import seeding
-from tricks_helpers.seeding import (RNGWalk, derive_seed, find_rng_objects, reseed_rng_objects,
-                                    seed_everything, seed_worker, worker_seeding)
+from tricks_helpers.seeding import (
+    RNGWalk,
+    derive_seed,
+    find_rng_objects,
+    reseed_rng_objects,
+    seed_everything,
+    seed_worker,
+    worker_seeding,
+)
 
 
 class Jitter:
@@ -68,16 +75,19 @@ def test_seed_everything_accepts_numpy_int_and_bounds():
     assert seed_everything(2**32 - 1) == 2**32 - 1
 
 
-@pytest.mark.parametrize("bad, error, match", [
-    (-1, ValueError, r"seed must be an integer in \[0, 4294967295\], got -1"),
-    (2**32, ValueError, r"seed must be an integer in \[0, 4294967295\], got 4294967296"),
-    (1.5, TypeError, "seed must be an integer, got float 1.5"),
-    (1.0, TypeError, "seed must be an integer, got float"),
-    ("3", TypeError, "seed must be an integer, got str"),
-    (None, TypeError, "seed must be an integer, got NoneType"),
-    (True, TypeError, "seed must be an integer, got bool"),
-    (np.bool_(False), TypeError, "seed must be an integer, got bool"),
-])
+@pytest.mark.parametrize(
+    "bad, error, match",
+    [
+        (-1, ValueError, r"seed must be an integer in \[0, 4294967295\], got -1"),
+        (2**32, ValueError, r"seed must be an integer in \[0, 4294967295\], got 4294967296"),
+        (1.5, TypeError, "seed must be an integer, got float 1.5"),
+        (1.0, TypeError, "seed must be an integer, got float"),
+        ("3", TypeError, "seed must be an integer, got str"),
+        (None, TypeError, "seed must be an integer, got NoneType"),
+        (True, TypeError, "seed must be an integer, got bool"),
+        (np.bool_(False), TypeError, "seed must be an integer, got bool"),
+    ],
+)
 def test_seed_everything_rejects_bad_seed_without_changing_state(bad, error, match):
     # package policy (tricks_helpers._checks): wrong type -> TypeError, wrong value -> ValueError
     seed_everything(3)
@@ -100,12 +110,15 @@ def test_derive_seed_is_stable_and_distinct():
     assert derive_seed(np.uint64(7), "a") == derive_seed(7, "a")
 
 
-@pytest.mark.parametrize("base, tag, error, match", [
-    (-1, "a", ValueError, "base_seed must be an integer >= 0, got -1"),
-    (1.5, "a", TypeError, "base_seed must be an integer, got float"),
-    (True, "a", TypeError, "base_seed must be an integer, got bool"),
-    (1, 3, TypeError, "tag must be str, got int"),
-])
+@pytest.mark.parametrize(
+    "base, tag, error, match",
+    [
+        (-1, "a", ValueError, "base_seed must be an integer >= 0, got -1"),
+        (1.5, "a", TypeError, "base_seed must be an integer, got float"),
+        (True, "a", TypeError, "base_seed must be an integer, got bool"),
+        (1, 3, TypeError, "tag must be str, got int"),
+    ],
+)
 def test_derive_seed_rejects_bad_arguments(base, tag, error, match):
     with pytest.raises(error, match=f"^derive_seed: {match}"):
         derive_seed(base, tag)
@@ -121,17 +134,28 @@ def test_reseed_rng_objects_finds_nested_shared_and_cyclic():
     ds.me = ds  # cycle
     ds.module = np  # modules are not entered
     paths = reseed_rng_objects(ds, 99)
-    assert paths == ["dataset.gen", "dataset.legacy", "dataset.pyrng", "dataset.tgen",
-                     "dataset.transforms[0].rng", "dataset.more['t'][0].rng",
-                     "dataset.more['t'][1][0]"]
+    assert paths == [
+        "dataset.gen",
+        "dataset.legacy",
+        "dataset.pyrng",
+        "dataset.tgen",
+        "dataset.transforms[0].rng",
+        "dataset.more['t'][0].rng",
+        "dataset.more['t'][1][0]",
+    ]
 
 
 def test_reseed_rng_objects_is_reproducible_and_distinct_per_seed_and_path():
     def draws(seed):
         ds = Holder()
         reseed_rng_objects(ds, seed)
-        return (ds.gen.random(), ds.legacy.rand(), ds.pyrng.random(),
-                torch.rand(1, generator=ds.tgen).item(), ds.transforms[0].rng.random())
+        return (
+            ds.gen.random(),
+            ds.legacy.rand(),
+            ds.pyrng.random(),
+            torch.rand(1, generator=ds.tgen).item(),
+            ds.transforms[0].rng.random(),
+        )
 
     a, b, c = draws(1), draws(1), draws(2)
     assert a == b
@@ -167,6 +191,7 @@ def test_walk_reaches_private_slots_and_odd_attribute_names():
 
 def _containers():
     """Every container kind issue 12 found seed_worker missing, each holding one RNG."""
+
     def augment(x, rng=None):
         return x
 
@@ -175,19 +200,27 @@ def _containers():
 
     g = np.random.default_rng(0)
     return {
-        "partial keyword": (functools.partial(augment, rng=np.random.default_rng(0)),
-                            "root.keywords['rng']"),
+        "partial keyword": (
+            functools.partial(augment, rng=np.random.default_rng(0)),
+            "root.keywords['rng']",
+        ),
         "partial argument": (functools.partial(augment, 1, random.Random(0)), "root.args[1]"),
         "partial of a transform": (functools.partial(Jitter(0)), "root.func.rng"),
         "deque": (collections.deque([1, torch.Generator().manual_seed(0)]), "root[1]"),
         "set": ({"plain", Jitter(0)}, "root{0}.rng"),
         "frozenset": (frozenset({Jitter(0)}), "root{0}.rng"),
-        "numpy object array": (np.array([[None, 1], [Jitter(0), "x"]], dtype=object),
-                               "root[1, 0].rng"),
+        "numpy object array": (
+            np.array([[None, 1], [Jitter(0), "x"]], dtype=object),
+            "root[1, 0].rng",
+        ),
         "bound method": (Jitter(0).__call__, "root.__self__.rng"),
         "bound method of an RNG": (g.normal, "root.__self__"),
         "closure": (make_closure(random.Random(0)), "root.<closure rng>"),
-        "default argument": ((lambda x, rng=np.random.RandomState(0): x), "root.__defaults__[0]"),
+        # an RNG made once in a default argument is exactly the case under test
+        "default argument": (
+            (lambda x, rng=np.random.RandomState(0): x),  # noqa: B008
+            "root.__defaults__[0]",
+        ),
         "dict value": ({"k": [np.random.PCG64(0)]}, "root['k'][0]"),
     }
 
@@ -287,8 +320,13 @@ def _epoch(loader):
 
 def test_seed_worker_reseeds_copied_generators_per_worker_and_epoch_reproducibly():
     def run():
-        loader = DataLoader(TorchRNG(), batch_size=4, num_workers=2, worker_init_fn=seed_worker,
-                            generator=torch.Generator().manual_seed(0))
+        loader = DataLoader(
+            TorchRNG(),
+            batch_size=4,
+            num_workers=2,
+            worker_init_fn=seed_worker,
+            generator=torch.Generator().manual_seed(0),
+        )
         return [_epoch(loader) for _ in range(2)]
 
     a, b = run(), run()
@@ -303,8 +341,9 @@ def test_seed_worker_reseeds_copied_generators_per_worker_and_epoch_reproducibly
 def test_without_seed_worker_copied_generator_repeats():
     loader = DataLoader(TorchRNG(), batch_size=4, num_workers=2)
     e1, e2 = _epoch(loader), _epoch(loader)
-    assert torch.allclose(e1[0] - torch.arange(4)[:, None], e1[1] - torch.arange(4, 8)[:, None],
-                          atol=1e-5)
+    assert torch.allclose(
+        e1[0] - torch.arange(4)[:, None], e1[1] - torch.arange(4, 8)[:, None], atol=1e-5
+    )
     assert torch.equal(e1[0], e2[0])
 
 
@@ -323,8 +362,13 @@ class Record(Dataset):
 
 
 def test_seed_worker_records_what_it_did_in_the_worker():
-    loader = DataLoader(Record(), batch_size=1, num_workers=2, worker_init_fn=seed_worker,
-                        collate_fn=lambda batch: batch[0])
+    loader = DataLoader(
+        Record(),
+        batch_size=1,
+        num_workers=2,
+        worker_init_fn=seed_worker,
+        collate_fn=lambda batch: batch[0],
+    )
     got = sorted(loader)
     assert [w for w, _, _ in got] == [0, 1]
     assert got[0][1] + 1 == got[1][1]  # worker seeds: base_seed + worker_id
@@ -341,14 +385,16 @@ def test_seed_worker_rejects_wrong_worker_id():
 
 
 def test_import_changes_no_global_state():
-    code = ("import random, numpy as np, torch\n"
-            "def state(): return (random.getstate(), np.random.get_state()[1].tolist(), "
-            "torch.get_rng_state().tolist())\n"
-            "before = state()\n"
-            "import tricks_helpers.seeding\n"
-            "assert state() == before\n"
-            "assert tricks_helpers.seeding.worker_seeding() is None\n"
-            "print('ok')")
+    code = (
+        "import random, numpy as np, torch\n"
+        "def state(): return (random.getstate(), np.random.get_state()[1].tolist(), "
+        "torch.get_rng_state().tolist())\n"
+        "before = state()\n"
+        "import tricks_helpers.seeding\n"
+        "assert state() == before\n"
+        "assert tricks_helpers.seeding.worker_seeding() is None\n"
+        "print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 

@@ -148,8 +148,9 @@ def test_fingerprint_is_bitwise():
     assert fingerprint(torch.tensor([0.0])) != fingerprint(torch.tensor([-0.0]))
     assert fingerprint(torch.zeros(2)) != fingerprint(np.zeros(2, dtype=np.float32))
     assert fingerprint({"a": (1, 2.0)}) != fingerprint({"a": (1, 2.5)})
-    assert fingerprint([1, "x", None, torch.ones(2, dtype=torch.bfloat16)]) == \
-        fingerprint([1, "x", None, torch.ones(2, dtype=torch.bfloat16)])
+    assert fingerprint([1, "x", None, torch.ones(2, dtype=torch.bfloat16)]) == fingerprint(
+        [1, "x", None, torch.ones(2, dtype=torch.bfloat16)]
+    )
     assert fingerprint(1) != fingerprint(1.0) != fingerprint(True)
 
 
@@ -177,8 +178,17 @@ def test_fingerprint_handles_quantized_and_views_and_refuses_what_it_cannot_read
 
 # ----------------------------------------------------------------------------- audit
 
-KINDS = ["generator", "randomstate", "random", "torch", "nested", "partial", "deque", "set",
-         "object array"]
+KINDS = [
+    "generator",
+    "randomstate",
+    "random",
+    "torch",
+    "nested",
+    "partial",
+    "deque",
+    "set",
+    "object array",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -195,16 +205,25 @@ def test_audit_finds_copied_rngs_and_seed_worker_fixes_them(kind):
 
 
 def test_audit_reports_seed_worker_calls_and_paths():
-    report = find_duplicate_samples(CopiedRNGs("nested"), items=2, epochs=3,
-                                    worker_init_fn=seed_worker)
+    report = find_duplicate_samples(
+        CopiedRNGs("nested"), items=2, epochs=3, worker_init_fn=seed_worker
+    )
     assert report.seed_worker_calls == 2 * 3  # workers x epochs
     assert report.reseeded == (
-        "dataset.gen", "dataset.legacy", "dataset.pyrng", "dataset.tgen",
-        "dataset.transforms[0].rng", "dataset.partial.keywords['rng']", "dataset.queue[0]",
-        "dataset.bag{0}.rng", "dataset.table[0].rng")
+        "dataset.gen",
+        "dataset.legacy",
+        "dataset.pyrng",
+        "dataset.tgen",
+        "dataset.transforms[0].rng",
+        "dataset.partial.keywords['rng']",
+        "dataset.queue[0]",
+        "dataset.bag{0}.rng",
+        "dataset.table[0].rng",
+    )
     assert str(report).endswith("; seed_worker ran 6 times, reseeding 9 RNG object(s)")
-    persistent = find_duplicate_samples(CopiedRNGs("nested"), items=2, epochs=3,
-                                        worker_init_fn=seed_worker, persistent_workers=True)
+    persistent = find_duplicate_samples(
+        CopiedRNGs("nested"), items=2, epochs=3, worker_init_fn=seed_worker, persistent_workers=True
+    )
     assert persistent.seed_worker_calls == 2 and persistent.clean  # once per worker
 
 
@@ -250,8 +269,11 @@ def test_audit_times_out_on_a_blocking_getitem_and_stops_the_workers(persistent)
     # issue 12: the audit used to wait forever
     before = set(_worker_processes())
     start = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"^find_duplicate_samples: no batch from the workers "
-                                           r"within 1 s in epoch 0; __getitem__"):
+    with pytest.raises(
+        TimeoutError,
+        match=r"^find_duplicate_samples: no batch from the workers "
+        r"within 1 s in epoch 0; __getitem__",
+    ):
         find_duplicate_samples(Blocking(), timeout=1, persistent_workers=persistent)
     assert time.monotonic() - start < 30
     deadline = time.monotonic() + 10
@@ -260,23 +282,26 @@ def test_audit_times_out_on_a_blocking_getitem_and_stops_the_workers(persistent)
     assert not set(_worker_processes()) - before, "the blocked workers are still running"
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"num_workers": 1}, ValueError, "num_workers must be an integer >= 2, got 1"),
-    ({"num_workers": 0}, ValueError, "num_workers must be an integer >= 2"),
-    ({"num_workers": "2"}, TypeError, "num_workers must be an integer, got str"),
-    ({"epochs": 1}, ValueError, "epochs must be an integer >= 2"),
-    ({"epochs": 2.0}, TypeError, "epochs must be an integer, got float"),
-    ({"items": 0}, ValueError, "items must be an integer >= 1"),
-    ({"repeats": 1}, ValueError, "repeats must be an integer >= 2"),
-    ({"repeats": True}, TypeError, "repeats must be an integer, got bool"),
-    ({"worker_init_fn": 3}, TypeError, "worker_init_fn must be callable"),
-    ({"persistent_workers": 1}, TypeError, "persistent_workers must be True or False"),
-    ({"generator": 0}, TypeError, "generator must be Generator, got int"),
-    ({"timeout": 0}, ValueError, "timeout must be > 0.0, got 0.0"),
-    ({"timeout": float("inf")}, ValueError, "timeout must be a finite number"),
-    ({"timeout": "5"}, TypeError, "timeout must be a number, got str"),
-    ({"timeout": 2**70}, ValueError, "timeout must be <= "),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"num_workers": 1}, ValueError, "num_workers must be an integer >= 2, got 1"),
+        ({"num_workers": 0}, ValueError, "num_workers must be an integer >= 2"),
+        ({"num_workers": "2"}, TypeError, "num_workers must be an integer, got str"),
+        ({"epochs": 1}, ValueError, "epochs must be an integer >= 2"),
+        ({"epochs": 2.0}, TypeError, "epochs must be an integer, got float"),
+        ({"items": 0}, ValueError, "items must be an integer >= 1"),
+        ({"repeats": 1}, ValueError, "repeats must be an integer >= 2"),
+        ({"repeats": True}, TypeError, "repeats must be an integer, got bool"),
+        ({"worker_init_fn": 3}, TypeError, "worker_init_fn must be callable"),
+        ({"persistent_workers": 1}, TypeError, "persistent_workers must be True or False"),
+        ({"generator": 0}, TypeError, "generator must be Generator, got int"),
+        ({"timeout": 0}, ValueError, "timeout must be > 0.0, got 0.0"),
+        ({"timeout": float("inf")}, ValueError, "timeout must be a finite number"),
+        ({"timeout": "5"}, TypeError, "timeout must be a number, got str"),
+        ({"timeout": 2**70}, ValueError, "timeout must be <= "),
+    ],
+)
 def test_audit_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=f"^find_duplicate_samples: {match}"):
         find_duplicate_samples(CopiedRNGs("none"), **kwargs)
@@ -300,15 +325,21 @@ def test_seed_worker_reaches_wrapped_datasets_and_persistent_workers():
     wrapped = torch.utils.data.Subset(CopiedRNGs("generator"), list(range(6)))
     assert find_duplicate_samples(wrapped, items=3).across_workers == 6
     assert find_duplicate_samples(wrapped, items=3, worker_init_fn=seed_worker).clean
-    assert find_duplicate_samples(CopiedRNGs("torch"), items=3, worker_init_fn=seed_worker,
-                                  persistent_workers=True).clean
+    assert find_duplicate_samples(
+        CopiedRNGs("torch"), items=3, worker_init_fn=seed_worker, persistent_workers=True
+    ).clean
 
 
 def test_audit_is_reproducible_with_a_seeded_generator():
     def run():
         ds = CopiedRNGs("generator", n=4)
-        loader = DataLoader(ds, batch_size=2, num_workers=2, worker_init_fn=seed_worker,
-                            generator=torch.Generator().manual_seed(5))
+        loader = DataLoader(
+            ds,
+            batch_size=2,
+            num_workers=2,
+            worker_init_fn=seed_worker,
+            generator=torch.Generator().manual_seed(5),
+        )
         return [torch.cat(list(loader)) for _ in range(2)]
 
     a, b = run(), run()

@@ -29,8 +29,12 @@ BIG = np.random.default_rng(0).integers(0, 256, size=3 * 2**20 + 17, dtype=np.ui
 
 
 def _records(n_tiny: int = 500) -> list[tuple[str, bytes]]:
-    recs = [("empty/0", b""), ("big/blob.bin", BIG), ("ünï/cødé €🙂.jpg", "héllo".encode()),
-            ("日本/画像.png", bytes(range(256)))]
+    recs = [
+        ("empty/0", b""),
+        ("big/blob.bin", BIG),
+        ("ünï/cødé €🙂.jpg", "héllo".encode()),
+        ("日本/画像.png", bytes(range(256))),
+    ]
     recs += [(f"tiny/{i:05d}", bytes([i % 251]) * (i % 3)) for i in range(n_tiny)]
     return recs
 
@@ -83,8 +87,16 @@ def test_round_trip_every_record_byte_for_byte(stores, fmt):
 
 @pytest.mark.parametrize("fmt", ["lmdb", "tar", "hdf5"])
 def test_non_folder_formats_accept_any_key(tmp_path, fmt):
-    recs = [("../../etc/passwd", b"x"), ("/abs", b"y"), ("a\\b", b""), (storage.MANIFEST, b"z"),
-            ("a", b"1"), ("a/b", b"2"), ("line\nbreak=x\r\u2028\x85", b"3"), ("k" * 2000, b"4")]
+    recs = [
+        ("../../etc/passwd", b"x"),
+        ("/abs", b"y"),
+        ("a\\b", b""),
+        (storage.MANIFEST, b"z"),
+        ("a", b"1"),
+        ("a/b", b"2"),
+        ("line\nbreak=x\r\u2028\x85", b"3"),
+        ("k" * 2000, b"4"),
+    ]
     _write(tmp_path / "s", recs, fmt)
     assert list(storage.read_all(tmp_path / "s")) == recs
 
@@ -138,19 +150,30 @@ def test_writing_and_verifying_need_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from tricks_helpers import storage; "
-            "assert not {'torch', 'h5py', 'lmdb'} & set(sys.modules), sorted(sys.modules)")
+    code = (
+        "import sys; from tricks_helpers import storage; "
+        "assert not {'torch', 'h5py', 'lmdb'} & set(sys.modules), sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 # ----------------------------------------------------------------------------- input errors
 
 
-@pytest.mark.parametrize("key, why", [
-    ("../evil", "'..'"), ("a/../b", "'..'"), ("/etc/x", "absolute"), ("a//b", "empty"),
-    ("a/./b", "'.'"), ("a\\b", "backslash"), ("dir/", "empty"), (storage.MANIFEST, "manifest"),
-    ("x" * 256, "255 bytes"),
-])
+@pytest.mark.parametrize(
+    "key, why",
+    [
+        ("../evil", "'..'"),
+        ("a/../b", "'..'"),
+        ("/etc/x", "absolute"),
+        ("a//b", "empty"),
+        ("a/./b", "'.'"),
+        ("a\\b", "backslash"),
+        ("dir/", "empty"),
+        (storage.MANIFEST, "manifest"),
+        ("x" * 256, "255 bytes"),
+    ],
+)
 def test_folder_refuses_unsafe_keys(tmp_path, key, why):
     with pytest.raises(ValueError, match=f"not safe as a file name.*{why}"):
         storage.write(tmp_path / "s", [("ok", b"1"), (key, b"2")], format="folder")
@@ -164,46 +187,75 @@ def test_folder_refuses_file_folder_clash(tmp_path):
         storage.write(tmp_path / "t", [("a/b", b"1"), ("a", b"2")], format="folder")
 
 
-@pytest.mark.parametrize("recs, exc, match", [
-    ([("a", b"1"), ("a", b"2")], ValueError, "record 1: duplicate key 'a'"),
-    ([(3, b"1")], TypeError, "key must be a str"),
-    ([("", b"1")], ValueError, "empty key"),
-    ([("a\x00b", b"1")], ValueError, "NUL"),
-    ([("\ud800", b"1")], ValueError, "not valid UTF-8"),
-    ([("a", "text")], TypeError, "value must be bytes"),
-    ([("a", b"1", "extra")], TypeError, "expected a \\(key, value\\) pair"),
-    (["ab"], TypeError, "expected a \\(key, value\\) pair, got str"),
-    ("ab", TypeError, "records must be an iterable of \\(key, value\\) pairs or a mapping"),
-    (7, TypeError, "records must be an iterable"),
-])
+@pytest.mark.parametrize(
+    "recs, exc, match",
+    [
+        ([("a", b"1"), ("a", b"2")], ValueError, "record 1: duplicate key 'a'"),
+        ([(3, b"1")], TypeError, "key must be a str"),
+        ([("", b"1")], ValueError, "empty key"),
+        ([("a\x00b", b"1")], ValueError, "NUL"),
+        ([("\ud800", b"1")], ValueError, "not valid UTF-8"),
+        ([("a", "text")], TypeError, "value must be bytes"),
+        ([("a", b"1", "extra")], TypeError, "expected a \\(key, value\\) pair"),
+        (["ab"], TypeError, "expected a \\(key, value\\) pair, got str"),
+        ("ab", TypeError, "records must be an iterable of \\(key, value\\) pairs or a mapping"),
+        (7, TypeError, "records must be an iterable"),
+    ],
+)
 def test_bad_records_are_refused(tmp_path, recs, exc, match):
     with pytest.raises(exc, match=match):
         storage.write(tmp_path / "s", recs, format="lmdb")
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda p: storage.write(p, [], format="zip"), ValueError, "format must be one of"),
-    (lambda p: storage.write(p, [], format=3), TypeError, "format must be str"),
-    (lambda p: storage.write(p, [], format="hdf5", shard_records=3), ValueError,
-     "do not apply to format 'hdf5'"),
-    (lambda p: storage.write(p, [("a", b"")], format="tar", shard_records=0), ValueError,
-     "shard_records must be an integer >= 1"),
-    (lambda p: storage.write(p, [("a", b"")], format="tar", shard_records="9"), TypeError,
-     "shard_records must be an integer"),
-    (lambda p: storage.write(p, [("a", b"")], format="lmdb", map_size=-1), ValueError,
-     "map_size must be an integer >= 4096"),
-    (lambda p: storage.write(p, [("a", b"")], format="lmdb", map_size=2.5), TypeError,
-     "map_size must be an integer"),
-    (lambda p: storage.write(p, [], overwrite="yes"), TypeError, "overwrite must be True or False"),
-    (lambda p: storage.write(p, [], progress=1), TypeError, "progress must be True or False"),
-    (lambda p: storage.write(123, []), TypeError, "write: path must be str or PathLike"),
-    (lambda p: storage.write(p / "missing" / "s", [], format="tar"), StorageError, "parent folder"),
-    (lambda p: storage.read_all(None), TypeError, "read_all: path must be str or PathLike"),
-    (lambda p: storage.verify(b"x"), TypeError, "verify: path must be str or PathLike"),
-    (lambda p: storage.info(1), TypeError, "info: path must be str or PathLike"),
-    (lambda p: storage.recover(1.0), TypeError, "recover: path must be str or PathLike"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda p: storage.write(p, [], format="zip"), ValueError, "format must be one of"),
+        (lambda p: storage.write(p, [], format=3), TypeError, "format must be str"),
+        (
+            lambda p: storage.write(p, [], format="hdf5", shard_records=3),
+            ValueError,
+            "do not apply to format 'hdf5'",
+        ),
+        (
+            lambda p: storage.write(p, [("a", b"")], format="tar", shard_records=0),
+            ValueError,
+            "shard_records must be an integer >= 1",
+        ),
+        (
+            lambda p: storage.write(p, [("a", b"")], format="tar", shard_records="9"),
+            TypeError,
+            "shard_records must be an integer",
+        ),
+        (
+            lambda p: storage.write(p, [("a", b"")], format="lmdb", map_size=-1),
+            ValueError,
+            "map_size must be an integer >= 4096",
+        ),
+        (
+            lambda p: storage.write(p, [("a", b"")], format="lmdb", map_size=2.5),
+            TypeError,
+            "map_size must be an integer",
+        ),
+        (
+            lambda p: storage.write(p, [], overwrite="yes"),
+            TypeError,
+            "overwrite must be True or False",
+        ),
+        (lambda p: storage.write(p, [], progress=1), TypeError, "progress must be True or False"),
+        (lambda p: storage.write(123, []), TypeError, "write: path must be str or PathLike"),
+        (
+            lambda p: storage.write(p / "missing" / "s", [], format="tar"),
+            StorageError,
+            "parent folder",
+        ),
+        (lambda p: storage.read_all(None), TypeError, "read_all: path must be str or PathLike"),
+        (lambda p: storage.verify(b"x"), TypeError, "verify: path must be str or PathLike"),
+        (lambda p: storage.info(1), TypeError, "info: path must be str or PathLike"),
+        (lambda p: storage.recover(1.0), TypeError, "recover: path must be str or PathLike"),
+    ],
+)
 def test_argument_errors_follow_the_package_policy(tmp_path, call, exc, match):
     with pytest.raises(exc, match=match):
         call(tmp_path / "s")
@@ -366,15 +418,20 @@ def _flip_value_byte(path: Path, value: bytes) -> None:
 
 
 def _payload_file(root: Path, fmt: str, key: str) -> Path:
-    return {"folder": root / key, "lmdb": root / "lmdb" / "data.mdb",
-            "tar": root / "shard-00000.tar", "hdf5": root / "data.h5"}[fmt]
+    return {
+        "folder": root / key,
+        "lmdb": root / "lmdb" / "data.mdb",
+        "tar": root / "shard-00000.tar",
+        "hdf5": root / "data.h5",
+    }[fmt]
 
 
 @pytest.fixture()
 def thirty(tmp_path):
     rng = np.random.default_rng(1)
-    return [(f"img/{i:03d}", rng.integers(0, 256, 2000, dtype=np.uint8).tobytes())
-            for i in range(30)]
+    return [
+        (f"img/{i:03d}", rng.integers(0, 256, 2000, dtype=np.uint8).tobytes()) for i in range(30)
+    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -411,8 +468,9 @@ def test_a_flipped_key_bit_in_the_manifest_is_caught(tmp_path, thirty, fmt):
     data[at + 4] ^= 0x01  # 'img/005' -> 'img.005', a valid key
     m.write_bytes(bytes(data))
     for call in (storage.verify, storage.info, storage.StoreDataset, storage.read_all):
-        with pytest.raises(CorruptRecordError, match="manifest _store.json is damaged: it fails "
-                                                     "its digest"):
+        with pytest.raises(
+            CorruptRecordError, match="manifest _store.json is damaged: it fails its digest"
+        ):
             call(tmp_path / "s")
 
 
@@ -434,8 +492,11 @@ def test_a_tar_offset_off_by_one_is_caught_even_with_a_valid_digest(tmp_path, th
 
 def test_a_tar_offset_off_by_a_block_is_caught_by_the_structure_check(tmp_path, thirty):
     _write(tmp_path / "s", thirty, "tar")
-    _edit_manifest(tmp_path / "s", lambda m: m["records"][5].__setitem__(4, m["records"][5][4]
-                                                                            + 512), redigest=True)
+    _edit_manifest(
+        tmp_path / "s",
+        lambda m: m["records"][5].__setitem__(4, m["records"][5][4] + 512),
+        redigest=True,
+    )
     with pytest.raises(CorruptRecordError, match="record 5 'img/005'"):
         storage.verify(tmp_path / "s")
     with pytest.raises(CorruptRecordError, match="record 5 'img/005' fails its checksum"):
@@ -446,24 +507,30 @@ def test_a_tar_offset_off_by_a_block_is_caught_by_the_structure_check(tmp_path, 
 def test_a_manifest_key_never_reads_outside_the_store(tmp_path, bad_key):
     (tmp_path / "outside.bin").write_bytes(b"secret")
     storage.write(tmp_path / "s", [("a", b"secret")], format="folder")
-    _edit_manifest(tmp_path / "s", lambda m: m["records"][0].__setitem__(0, bad_key),
-                   redigest=True)
+    _edit_manifest(tmp_path / "s", lambda m: m["records"][0].__setitem__(0, bad_key), redigest=True)
     with pytest.raises(CorruptRecordError, match="is not a safe path in the store"):
         storage.StoreDataset(tmp_path / "s")[0]
     with pytest.raises(CorruptRecordError, match="is not a safe path in the store"):
         storage.verify(tmp_path / "s")
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda m: m["files"].update({"../x": [1, "0" * 64]}), "bad file entry '../x'"),
-    (lambda m: m["files"].clear(), "payload files"),
-    (lambda m: m["records"][0].__setitem__(1, -1), "record 0 is malformed"),
-    (lambda m: m["records"][0].__setitem__(2, "xyz"), "record 0 is malformed"),
-    (lambda m: m["records"].append(list(m["records"][0])), "count"),
-    (lambda m: m.update(count=m["count"] + 1, records=m["records"] + [list(m["records"][0])]),
-     "record 30 is malformed or repeats a key"),
-    (lambda m: m.update(format="zip"), "format, records or files missing"),
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda m: m["files"].update({"../x": [1, "0" * 64]}), "bad file entry '../x'"),
+        (lambda m: m["files"].clear(), "payload files"),
+        (lambda m: m["records"][0].__setitem__(1, -1), "record 0 is malformed"),
+        (lambda m: m["records"][0].__setitem__(2, "xyz"), "record 0 is malformed"),
+        (lambda m: m["records"].append(list(m["records"][0])), "count"),
+        (
+            lambda m: m.update(
+                count=m["count"] + 1, records=m["records"] + [list(m["records"][0])]
+            ),
+            "record 30 is malformed or repeats a key",
+        ),
+        (lambda m: m.update(format="zip"), "format, records or files missing"),
+    ],
+)
 def test_manifest_fields_are_checked_even_with_a_valid_digest(tmp_path, thirty, edit, match):
     _write(tmp_path / "s", thirty, "lmdb")
     _edit_manifest(tmp_path / "s", edit, redigest=True)
@@ -496,8 +563,9 @@ def test_malformed_tar_header_is_reported(tmp_path):
     data = bytearray(shard.read_bytes())
     data[100] ^= 0x01  # inside the first header's mode field: its checksum no longer matches
     shard.write_bytes(bytes(data))
-    with pytest.raises(CorruptRecordError, match="record 0 'a' in shard 'shard-00000.tar': "
-                                                 "unreadable tar member"):
+    with pytest.raises(
+        CorruptRecordError, match="record 0 'a' in shard 'shard-00000.tar': unreadable tar member"
+    ):
         storage.verify(tmp_path / "s")
     assert list(storage.read_all(tmp_path / "s", check=False)) == [("a", b"1"), ("b", b"2")]
 
@@ -522,8 +590,11 @@ def test_truncated_single_file_formats_fail_cleanly(tmp_path, fmt):
     payload = _payload_file(tmp_path / "s", fmt, "")
     with open(payload, "r+b") as f:
         f.truncate(payload.stat().st_size // 2)
-    with pytest.raises(TruncatedStoreError, match=r"has \d+ bytes, expected \d+; first affected "
-                                                  r"record 0 'k0'"):
+    with pytest.raises(
+        TruncatedStoreError,
+        match=r"has \d+ bytes, expected \d+; first affected "
+        r"record 0 'k0'",
+    ):
         storage.verify(tmp_path / "s")
     with pytest.raises(TruncatedStoreError):
         list(storage.read_all(tmp_path / "s", check=False))  # never maps a short file (SIGBUS)
@@ -533,8 +604,11 @@ def test_folder_missing_and_truncated_files(tmp_path):
     recs = [(f"c/{i}", b"abc" * 10) for i in range(5)]
     storage.write(tmp_path / "s", recs, format="folder")
     (tmp_path / "s" / "c" / "3").write_bytes(b"abc")
-    with pytest.raises(TruncatedStoreError, match=r"file 'c/3' has 3 bytes, expected 30; first "
-                                                  r"affected record 3 'c/3'"):
+    with pytest.raises(
+        TruncatedStoreError,
+        match=r"file 'c/3' has 3 bytes, expected 30; first "
+        r"affected record 3 'c/3'",
+    ):
         storage.verify(tmp_path / "s")
     (tmp_path / "s" / "c" / "3").unlink()
     with pytest.raises(TruncatedStoreError, match="file 'c/3' is missing"):
@@ -602,8 +676,12 @@ def test_tar_reader_keeps_few_files_open(tmp_path):
 
 def test_shard_grouping_is_linear_in_the_shard_count(tmp_path):
     n = 40_000  # the quadratic version took minutes here
-    m = {"format": "tar", "shards": [f"shard-{i:05d}.tar" for i in range(n)], "files": {},
-         "records": [[f"k{i}", 1, "0" * 64, i, 1536] for i in range(n)]}
+    m = {
+        "format": "tar",
+        "shards": [f"shard-{i:05d}.tar" for i in range(n)],
+        "files": {},
+        "records": [[f"k{i}", 1, "0" * 64, i, 1536] for i in range(n)],
+    }
     store = mf.Store(tmp_path, m)
     start = time.perf_counter()
     members = store.shard_members()
@@ -646,8 +724,14 @@ def test_map_dataset_with_two_workers_loses_and_repeats_nothing(stores, fmt):
     recs, paths = stores
     ds = storage.StoreDataset(paths[fmt])
     assert ds[0] == recs[0] and ds.handle_open  # parent opened a handle before the fork...
-    loader = DataLoader(ds, batch_size=16, shuffle=True, num_workers=2, collate_fn=lambda b: b,
-                        generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(
+        ds,
+        batch_size=16,
+        shuffle=True,
+        num_workers=2,
+        collate_fn=lambda b: b,
+        generator=torch.Generator().manual_seed(0),
+    )
     got = [item for batch in loader for item in batch]  # ...workers open their own
     assert Counter(k for k, _ in got) == Counter(k for k, _ in recs)
     assert dict(got) == dict(recs)
@@ -666,11 +750,14 @@ def test_each_worker_opens_its_own_handle(stores):
     assert copy._reader is None and not copy.handle_open  # handles are never pickled
 
 
-@pytest.mark.parametrize("fmt, shard_records", [("tar", 100), ("tar", 10_000), ("lmdb", None),
-                                                ("hdf5", None), ("folder", None)])
+@pytest.mark.parametrize(
+    "fmt, shard_records",
+    [("tar", 100), ("tar", 10_000), ("lmdb", None), ("hdf5", None), ("folder", None)],
+)
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_iterable_dataset_splits_workers_without_loss_or_repeat(tmp_path, fmt, shard_records,
-                                                                shuffle):
+def test_iterable_dataset_splits_workers_without_loss_or_repeat(
+    tmp_path, fmt, shard_records, shuffle
+):
     recs = [(f"k{i:04d}", i.to_bytes(2, "big")) for i in range(537)]
     opts = {"shard_records": shard_records} if shard_records else {}
     storage.write(tmp_path / "s", recs, format=fmt, **opts)

@@ -25,7 +25,7 @@ from tricks_helpers import storage
 
 FORMATS = storage.FORMATS
 
-_COMMON = r'''
+_COMMON = r"""
 import json, os, random, resource, signal, sys, time
 from pathlib import Path
 from tricks_helpers import storage
@@ -37,9 +37,11 @@ def recs(tag, n):
 
 def opts(fmt):
     return {"shard_records": 8} if fmt == "tar" else {}
-'''
+"""
 
-_KILL_CHILD = _COMMON + r'''
+_KILL_CHILD = (
+    _COMMON
+    + r"""
 root, trials, seed = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 OLD, NEW = recs("old", 30), recs("new", 45)
 # (stage, fallback protocol, old store present): every stage where a kill is possible
@@ -91,9 +93,12 @@ for fmt in sys.argv[4:]:
         print(json.dumps({"fmt": fmt, "kind": kind, "arg": arg, "fallback": fallback,
                           "had_old": had_old, "before": before, "after": after,
                           "left": len(left), "left_after": left_after}), flush=True)
-'''
+"""
+)
 
-_FLIP_CHILD = _COMMON + r'''
+_FLIP_CHILD = (
+    _COMMON
+    + r'''
 root, seed, per_class = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(seed)
 values = recs("v", 8)
@@ -148,8 +153,11 @@ for fmt in sys.argv[4:]:
         print(json.dumps({"fmt": fmt, "class": cls, "file": rel, "pos": i, "bit": bit,
                           "outcome": outcome}), flush=True)
 '''
+)
 
-_FULL_DISK_CHILD = _COMMON + r'''
+_FULL_DISK_CHILD = (
+    _COMMON
+    + r"""
 root = Path(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))  # Python ignores SIGXFSZ
 big = [(f"b/{i:03d}", os.urandom(20_000)) for i in range(40)] + [("b/huge", os.urandom(99_000))]
@@ -163,12 +171,17 @@ for fmt in sys.argv[2:]:
     gc.collect()
     print(json.dumps({"fmt": fmt, "outcome": outcome, "left": sorted(os.listdir(root))}),
           flush=True)
-'''
+"""
+)
 
 
 def _child(script: str, *args: object, timeout: float = 240) -> tuple[int, list[dict], str]:
-    proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return proc.returncode, lines, proc.stderr
 
@@ -189,8 +202,11 @@ def test_a_killed_writer_leaves_nothing_the_old_store_or_the_new_one(tmp_path):
             assert r["left_after"] == [], r  # recover() removed every temporary
         # the stages really were hit: a kill before the swap keeps the old store, after it
         # the new one is in place
-        stage = {(r["arg"], r["fallback"], r["had_old"]): r["before"] for r in mine
-                 if r["kind"] == "stage"}
+        stage = {
+            (r["arg"], r["fallback"], r["had_old"]): r["before"]
+            for r in mine
+            if r["kind"] == "stage"
+        }
         assert stage[("started", False, True)] == "old"
         assert stage[("verified", False, True)] == "old"
         assert stage[("swapped", False, True)] == "new"
@@ -209,7 +225,8 @@ def test_every_flipped_bit_is_caught_and_never_crashes_the_verifier(tmp_path):
         assert set(classes) == {"data", "index", "manifest"}, (fmt, classes)
     outcomes = Counter(r["outcome"] for r in done)
     assert set(outcomes) <= {"CorruptRecordError", "TruncatedStoreError"}, [
-        r for r in done if r["outcome"] not in ("CorruptRecordError", "TruncatedStoreError")][:5]
+        r for r in done if r["outcome"] not in ("CorruptRecordError", "TruncatedStoreError")
+    ][:5]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE semantics checked on Linux")

@@ -18,7 +18,8 @@ def test_a_1x1_convolution_reads_input_and_weight_and_writes_output_once():
 def test_dtype_sets_the_bytes_per_element():
     a = torch.randn(8, 8)
     assert traffic.bytes_accessed(torch.mm, a.double(), a.double()) == 2 * traffic.bytes_accessed(
-        torch.mm, a, a)
+        torch.mm, a, a
+    )
 
 
 def test_views_and_allocations_move_no_data_and_in_place_ops_read_and_write():

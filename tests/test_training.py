@@ -17,6 +17,7 @@ def _data(n=10):
 
 # --- digits -----------------------------------------------------------------------------------
 
+
 def test_digits_split_is_stratified_deterministic_and_scaled():
     d = training.digits(test_fraction=0.3, seed=0)
     assert len(d.X_train) + len(d.X_test) == 1797 and d.X_train.shape[1] == 64
@@ -33,17 +34,23 @@ def test_digits_images_and_no_test_split():
     assert d.X_train.shape == (1797, 1, 8, 8) and len(d.X_test) == 0
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    (dict(test_fraction=1.0), ValueError), (dict(test_fraction=-0.1), ValueError),
-    (dict(test_fraction="0.3"), TypeError), (dict(images="yes"), TypeError),
-    (dict(seed=-1), ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(test_fraction=1.0), ValueError),
+        (dict(test_fraction=-0.1), ValueError),
+        (dict(test_fraction="0.3"), TypeError),
+        (dict(images="yes"), TypeError),
+        (dict(seed=-1), ValueError),
+    ],
+)
 def test_digits_bad_arguments(kwargs, error):
     with pytest.raises(error):
         training.digits(**kwargs)
 
 
 # --- mlp --------------------------------------------------------------------------------------
+
 
 def test_mlp_layout_and_shapes():
     net = training.mlp(64, 32, 10, blocks=3)
@@ -77,18 +84,21 @@ def test_mlp_is_deterministic_and_leaves_global_rng_alone():
     assert not _same_weights(a, training.mlp(16, 8, 4, blocks=2, seed=4))
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(in_features=0), ValueError, "in_features must be an integer >= 1"),
-    (dict(blocks=-1), ValueError, "blocks must be"),
-    (dict(layers_per_block=0), ValueError, "layers_per_block"),
-    (dict(activation="tanh"), ValueError, "activation must be one of"),
-    (dict(activation="gelu", inplace=True), ValueError, "inplace=True needs"),
-    (dict(seed=-1), ValueError, "seed must be"),
-    (dict(in_features=4.0), TypeError, "in_features must be an integer"),
-    # a truthy string must not silently add BatchNorm (it did before)
-    (dict(batchnorm="no"), TypeError, "batchnorm must be True or False"),
-    (dict(inplace=1), TypeError, "inplace must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(in_features=0), ValueError, "in_features must be an integer >= 1"),
+        (dict(blocks=-1), ValueError, "blocks must be"),
+        (dict(layers_per_block=0), ValueError, "layers_per_block"),
+        (dict(activation="tanh"), ValueError, "activation must be one of"),
+        (dict(activation="gelu", inplace=True), ValueError, "inplace=True needs"),
+        (dict(seed=-1), ValueError, "seed must be"),
+        (dict(in_features=4.0), TypeError, "in_features must be an integer"),
+        # a truthy string must not silently add BatchNorm (it did before)
+        (dict(batchnorm="no"), TypeError, "batchnorm must be True or False"),
+        (dict(inplace=1), TypeError, "inplace must be True or False"),
+    ],
+)
 def test_mlp_bad_arguments(kwargs, error, match):
     args = dict(in_features=4, hidden=8, out_features=2)
     args.update(kwargs)
@@ -98,17 +108,21 @@ def test_mlp_bad_arguments(kwargs, error, match):
 
 # --- run_steps --------------------------------------------------------------------------------
 
+
 def test_run_steps_same_seed_same_batches_and_epochs_cover_all_samples():
     X, y = _data(10)
     seen_a, seen_b, seen_c = [], [], []
-    la = training.run_steps(lambda xb, yb: seen_a.append(yb.tolist()) or 1.0, X, y, steps=5,
-                            batch_size=5, seed=1)
-    training.run_steps(lambda xb, yb: seen_b.append(yb.tolist()) or 1.0, X, y, steps=5,
-                       batch_size=5, seed=1)
+    la = training.run_steps(
+        lambda xb, yb: seen_a.append(yb.tolist()) or 1.0, X, y, steps=5, batch_size=5, seed=1
+    )
+    training.run_steps(
+        lambda xb, yb: seen_b.append(yb.tolist()) or 1.0, X, y, steps=5, batch_size=5, seed=1
+    )
     assert la == [1.0] * 5 and seen_a == seen_b
     assert sorted(seen_a[0] + seen_a[1]) == list(range(10))  # one epoch = one permutation
-    training.run_steps(lambda xb, yb: seen_c.append(yb.tolist()) or 1.0, X, y, steps=5,
-                       batch_size=5, seed=2)
+    training.run_steps(
+        lambda xb, yb: seen_c.append(yb.tolist()) or 1.0, X, y, steps=5, batch_size=5, seed=2
+    )
     assert seen_c != seen_a
 
 
@@ -122,7 +136,7 @@ def test_run_steps_leaves_global_rng_alone_and_returns_floats():
 
 def test_run_steps_errors():
     X, y = _data()
-    step = lambda a, b: 0.0  # noqa: E731
+    step = lambda a, b: 0.0
     with pytest.raises(TypeError, match="step must be callable"):
         training.run_steps(None, X, y, steps=1, batch_size=1)
     with pytest.raises(TypeError, match="X must be Tensor"):
@@ -140,6 +154,7 @@ def test_run_steps_errors():
 
 
 # --- accuracy ---------------------------------------------------------------------------------
+
 
 def test_accuracy_counts_correct_and_batches():
     X, y = torch.eye(4), torch.tensor([0, 1, 2, 0])

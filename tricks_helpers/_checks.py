@@ -17,18 +17,26 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
-__all__ = ["check_int", "check_number", "check_callable", "check_type", "check_choice",
-           "check_bool"]
+__all__ = [
+    "check_int",
+    "check_number",
+    "check_callable",
+    "check_type",
+    "check_choice",
+    "check_bool",
+]
 
 
 def _prefix(where: str) -> str:
     return f"{where}: " if where else ""
 
 
-def check_int(where: str, name: str, value: Any, *, minimum: int | None = None,
-              maximum: int | None = None) -> int:
+def check_int(
+    where: str, name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """Return ``value`` as an ``int`` after checking it is an integer in ``[minimum, maximum]``.
 
     Any integral type is accepted (``int``, ``numpy.int64``...), ``bool`` is not.
@@ -38,8 +46,9 @@ def check_int(where: str, name: str, value: Any, *, minimum: int | None = None,
         ValueError: when it is outside the bounds.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{_prefix(where)}{name} must be an integer, got "
-                        f"{type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{_prefix(where)}{name} must be an integer, got {type(value).__name__} {value!r}"
+        )
     value = int(value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         if minimum is not None and maximum is not None:
@@ -52,9 +61,16 @@ def check_int(where: str, name: str, value: Any, *, minimum: int | None = None,
     return value
 
 
-def check_number(where: str, name: str, value: Any, *, minimum: float | None = None,
-                 maximum: float | None = None, strict_minimum: bool = False,
-                 allow_inf: bool = False) -> float:
+def check_number(
+    where: str,
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict_minimum: bool = False,
+    allow_inf: bool = False,
+) -> float:
     """Return ``value`` as a ``float`` after checking it is a real number within bounds.
 
     NaN is always refused; infinities only with ``allow_inf``.
@@ -67,8 +83,9 @@ def check_number(where: str, name: str, value: Any, *, minimum: float | None = N
         ValueError: on NaN, an infinity not allowed, or a value outside the bounds.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{_prefix(where)}{name} must be a number, got "
-                        f"{type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{_prefix(where)}{name} must be a number, got {type(value).__name__} {value!r}"
+        )
     value = float(value)
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         raise ValueError(f"{_prefix(where)}{name} must be a finite number, got {value!r}")
@@ -111,8 +128,9 @@ def check_bool(where: str, name: str, value: Any) -> bool:
         TypeError: when it is not a ``bool``.
     """
     if not isinstance(value, bool):
-        raise TypeError(f"{_prefix(where)}{name} must be True or False, got "
-                        f"{type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{_prefix(where)}{name} must be True or False, got {type(value).__name__} {value!r}"
+        )
     return value
 
 

@@ -36,7 +36,7 @@ def _children_map() -> dict[int, list[int]]:
         except OSError:
             continue
         # the command name (field 2) may contain spaces and parentheses: split after the last ')'
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) >= 2:
             children.setdefault(int(fields[1]), []).append(int(entry))
     return children
@@ -65,7 +65,7 @@ def _marked_pids(marker: str) -> list[int]:
             continue
         try:
             environ = Path("/proc", entry, "environ").read_bytes()
-        except OSError:   # gone, or another user's process
+        except OSError:  # gone, or another user's process
             continue
         if needle in environ.split(b"\0"):
             found.append(int(entry))
@@ -78,7 +78,7 @@ def _running(pid: int) -> bool:
         stat = Path("/proc", str(pid), "stat").read_text()
     except OSError:
         return False
-    return stat[stat.rfind(")") + 2:stat.rfind(")") + 3] not in ("Z", "X")
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] not in ("Z", "X")
 
 
 def kill_marked(marker: str, grace: float) -> int:
@@ -93,7 +93,7 @@ def kill_marked(marker: str, grace: float) -> int:
     deadline = time.monotonic() + grace
     while any(_running(p) for p in first) and time.monotonic() < deadline:
         time.sleep(0.05)
-    for _ in range(100):   # re-scan: a process may have started a child meanwhile
+    for _ in range(100):  # re-scan: a process may have started a child meanwhile
         left = [p for p in _marked_pids(marker) if _running(p)]
         if not left:
             break
@@ -131,4 +131,4 @@ def terminate_tree(proc: subprocess.Popen, grace: float, marker: str) -> None:
         _kill(pid, signal.SIGKILL, group=True)
         _kill(pid, signal.SIGKILL, group=False)
     proc.wait()
-    kill_marked(marker, 0.0)   # what left the tree: background children of the workers
+    kill_marked(marker, 0.0)  # what left the tree: background children of the workers

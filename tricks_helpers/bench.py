@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -55,10 +55,27 @@ from tricks_helpers.verdicts import (
 )
 
 __all__ = [
-    "NOISE_THRESHOLD", "CONFIDENCE", "FASTER", "SLOWER", "NO_CLEAR_DIFFERENCE", "VERDICTS",
-    "VERDICT_LINE_RE", "Measurement", "Comparison", "ManyComparison", "measure", "compare",
-    "compare_many", "comparison_from_times", "median_interval", "decide", "device_class",
-    "fmt_time", "fmt_measured", "fmt_ratio", "table",
+    "NOISE_THRESHOLD",
+    "CONFIDENCE",
+    "FASTER",
+    "SLOWER",
+    "NO_CLEAR_DIFFERENCE",
+    "VERDICTS",
+    "VERDICT_LINE_RE",
+    "Measurement",
+    "Comparison",
+    "ManyComparison",
+    "measure",
+    "compare",
+    "compare_many",
+    "comparison_from_times",
+    "median_interval",
+    "decide",
+    "device_class",
+    "fmt_time",
+    "fmt_measured",
+    "fmt_ratio",
+    "table",
 ]
 
 _DEVICE_TYPES = ("cpu", "cuda")
@@ -74,8 +91,9 @@ def device_class(device: str | torch.device | None = None) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     kind = torch.device(device).type
     if kind not in _DEVICE_TYPES:
-        raise ValueError(f"device_class: unsupported device type {kind!r}; expected one of "
-                         f"{list(_DEVICE_TYPES)}")
+        raise ValueError(
+            f"device_class: unsupported device type {kind!r}; expected one of {list(_DEVICE_TYPES)}"
+        )
     return kind
 
 
@@ -99,8 +117,14 @@ def _time_once(fn: Callable[[], Any], number: int, device: str) -> float:
     return (time.perf_counter() - start) / number
 
 
-def measure(fn: Callable[[], Any], *, repeats: int = 7, number: int = 1, warmup: int = 2,
-            device: str | torch.device | None = None) -> Measurement:
+def measure(
+    fn: Callable[[], Any],
+    *,
+    repeats: int = 7,
+    number: int = 1,
+    warmup: int = 2,
+    device: str | torch.device | None = None,
+) -> Measurement:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timings of ``number`` calls each.
 
     Args:
@@ -134,8 +158,10 @@ def _check_outputs(label: str, a: Any, b: Any, check: bool | Callable[[Any, Any]
             check(a, b)
     except AssertionError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise AssertionError(f"compare: {label!r}: baseline and trick do not compute the same "
-                             f"thing, so timing them side by side means nothing: {first}") from err
+        raise AssertionError(
+            f"compare: {label!r}: baseline and trick do not compute the same "
+            f"thing, so timing them side by side means nothing: {first}"
+        ) from err
 
 
 def _bound_text(at_least: float | None, at_most: float | None) -> str:
@@ -147,12 +173,21 @@ def _bound_text(at_least: float | None, at_most: float | None) -> str:
     return " and ".join(parts)
 
 
-def compare(label: str, baseline: Callable[[], Any], trick: Callable[[], Any], *,
-            repeats: int = 15, number: int = 1, warmup: int = 2,
-            device: str | torch.device | None = None,
-            check: bool | Callable[[Any, Any], Any] = False,
-            at_least: float | None = None, at_most: float | None = None, attempts: int = 3,
-            show: bool = True) -> Comparison:
+def compare(
+    label: str,
+    baseline: Callable[[], Any],
+    trick: Callable[[], Any],
+    *,
+    repeats: int = 15,
+    number: int = 1,
+    warmup: int = 2,
+    device: str | torch.device | None = None,
+    check: bool | Callable[[Any, Any], Any] = False,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    attempts: int = 3,
+    show: bool = True,
+) -> Comparison:
     """Time ``baseline`` and ``trick`` side by side and decide a verdict.
 
     Rounds alternate baseline and trick (which goes first alternates too); the speed-up is
@@ -214,10 +249,17 @@ def compare(label: str, baseline: Callable[[], Any], trick: Callable[[], Any], *
             base_t.append(b)
             trick_t.append(t)
             ratios.append(b / t if t > 0 else math.inf)
-        return Comparison(label=label, baseline=Measurement(tuple(base_t), dev),
-                          trick=Measurement(tuple(trick_t), dev), ratios=tuple(ratios),
-                          threads=torch.get_num_threads(), calls_per_round=number,
-                          checked=check is not False, asserted=asserted, _rerun=run)
+        return Comparison(
+            label=label,
+            baseline=Measurement(tuple(base_t), dev),
+            trick=Measurement(tuple(trick_t), dev),
+            ratios=tuple(ratios),
+            threads=torch.get_num_threads(),
+            calls_per_round=number,
+            checked=check is not False,
+            asserted=asserted,
+            _rerun=run,
+        )
 
     result = run()
     tries = [result]
@@ -228,8 +270,9 @@ def compare(label: str, baseline: Callable[[], Any], trick: Callable[[], Any], *
         print(result)
     if not _within(result.ratio, at_least, at_most):
         seen = ", ".join(f"{fmt_ratio(c.ratio)}x" for c in tries)
-        raise AssertionError(f"compare: {label!r}: expected {asserted}, measured {seen} in "
-                             f"{len(tries)} attempt(s)")
+        raise AssertionError(
+            f"compare: {label!r}: expected {asserted}, measured {seen} in {len(tries)} attempt(s)"
+        )
     return result
 
 
@@ -237,9 +280,15 @@ def _within(ratio: float, at_least: float | None, at_most: float | None) -> bool
     return (at_least is None or ratio >= at_least) and (at_most is None or ratio <= at_most)
 
 
-def comparison_from_times(label: str, baseline_times: Sequence[float],
-                          trick_times: Sequence[float], *, device: str = "cpu",
-                          threads: int | None = None, show: bool = True) -> Comparison:
+def comparison_from_times(
+    label: str,
+    baseline_times: Sequence[float],
+    trick_times: Sequence[float],
+    *,
+    device: str = "cpu",
+    threads: int | None = None,
+    show: bool = True,
+) -> Comparison:
     """A :class:`Comparison` from times measured elsewhere, paired round by round.
 
     For timings that :func:`compare` cannot take itself, e.g. per-epoch times reported by
@@ -251,24 +300,36 @@ def comparison_from_times(label: str, baseline_times: Sequence[float],
     """
     label = check_label("comparison_from_times", label)
     if len(baseline_times) == 0 or len(baseline_times) != len(trick_times):
-        raise ValueError(f"comparison_from_times: need two non-empty sequences of equal length, "
-                         f"got {len(baseline_times)} and {len(trick_times)}")
+        raise ValueError(
+            f"comparison_from_times: need two non-empty sequences of equal length, "
+            f"got {len(baseline_times)} and {len(trick_times)}"
+        )
     for name, seq in (("baseline_times", baseline_times), ("trick_times", trick_times)):
         for t in seq:
             check_number("comparison_from_times", name, t, minimum=0.0, strict_minimum=True)
     dev = device_class(device)
-    result = Comparison(label=label, baseline=Measurement(tuple(baseline_times), dev),
-                        trick=Measurement(tuple(trick_times), dev),
-                        ratios=tuple(b / t for b, t in zip(baseline_times, trick_times)),
-                        threads=torch.get_num_threads() if threads is None else threads)
+    result = Comparison(
+        label=label,
+        baseline=Measurement(tuple(baseline_times), dev),
+        trick=Measurement(tuple(trick_times), dev),
+        ratios=tuple(b / t for b, t in zip(baseline_times, trick_times)),
+        threads=torch.get_num_threads() if threads is None else threads,
+    )
     if show:
         print(result)
     return result
 
 
-def compare_many(label: str, candidates: Mapping[str, Callable[[], Any]], *, rounds: int = 5,
-                 number: int = 1, warmup: int = 1, device: str | torch.device | None = None,
-                 seed: int = 0) -> ManyComparison:
+def compare_many(
+    label: str,
+    candidates: Mapping[str, Callable[[], Any]],
+    *,
+    rounds: int = 5,
+    number: int = 1,
+    warmup: int = 1,
+    device: str | torch.device | None = None,
+    seed: int = 0,
+) -> ManyComparison:
     """Time several candidates in the same rounds, each round in a new seeded random order.
 
     Use :meth:`ManyComparison.compare` to turn pairs of candidates into verdicts, and
@@ -307,5 +368,10 @@ def compare_many(label: str, candidates: Mapping[str, Callable[[], Any]], *, rou
         order_rng.shuffle(visit)
         for name in visit:
             times[name].append(_time_once(candidates[name], number, dev))
-    return ManyComparison(label=label, times={n: tuple(t) for n, t in times.items()},
-                          device=dev, threads=torch.get_num_threads(), calls_per_round=number)
+    return ManyComparison(
+        label=label,
+        times={n: tuple(t) for n, t in times.items()},
+        device=dev,
+        threads=torch.get_num_threads(),
+        calls_per_round=number,
+    )

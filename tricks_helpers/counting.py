@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -46,7 +47,7 @@ def flop_count(fn: Callable[..., Any], *args: Any, grad: bool = False, **kwargs:
     check_callable("flop_count", "fn", fn)
     check_bool("flop_count", "grad", grad)
     counter = FlopCounterMode(display=False)
-    with counter, (contextlib.nullcontext() if grad else torch.no_grad()):
+    with counter, contextlib.nullcontext() if grad else torch.no_grad():
         fn(*args, **kwargs)
     return int(counter.get_total_flops())
 
@@ -61,8 +62,9 @@ class _OpCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def aten_op_counts(fn: Callable[..., Any], *args: Any, grad: bool = False,
-                   **kwargs: Any) -> collections.Counter[str]:
+def aten_op_counts(
+    fn: Callable[..., Any], *args: Any, grad: bool = False, **kwargs: Any
+) -> collections.Counter[str]:
     """How many times each ATen operator ran while ``fn(*args, **kwargs)`` ran.
 
     Keys are operator packets without overload, e.g. ``"aten.convolution"``,
@@ -81,6 +83,6 @@ def aten_op_counts(fn: Callable[..., Any], *args: Any, grad: bool = False,
     check_callable("aten_op_counts", "fn", fn)
     check_bool("aten_op_counts", "grad", grad)
     mode = _OpCounter()
-    with (contextlib.nullcontext() if grad else torch.no_grad()), mode:
+    with contextlib.nullcontext() if grad else torch.no_grad(), mode:
         fn(*args, **kwargs)
     return mode.counts

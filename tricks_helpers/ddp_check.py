@@ -29,8 +29,9 @@ from tricks_helpers.ddp_train import RunConfig, make_dataset, make_model
 __all__ = ["train_reference", "train_data_parallel", "load_results", "slowest_epoch_seconds"]
 
 
-def _train_one_process(where: str, cfg: RunConfig, world_size: int, data_parallel: bool
-                       ) -> tuple[nn.Module, list[float], list[float]]:
+def _train_one_process(
+    where: str, cfg: RunConfig, world_size: int, data_parallel: bool
+) -> tuple[nn.Module, list[float], list[float]]:
     """The loop of :func:`train_reference` and :func:`train_data_parallel`."""
     check_type(where, "cfg", cfg, RunConfig)
     world_size = check_int(where, "world_size", world_size, minimum=1)
@@ -39,12 +40,16 @@ def _train_one_process(where: str, cfg: RunConfig, world_size: int, data_paralle
     torch.manual_seed(cfg.seed)
     model = make_model(cfg).to(device)
     net = model
-    if data_parallel:   # one GPU per rank of the DDP run, as far as there are GPUs; CPU: none
+    if data_parallel:  # one GPU per rank of the DDP run, as far as there are GPUs; CPU: none
         gpus = min(world_size, torch.cuda.device_count())
         net = nn.DataParallel(model, device_ids=list(range(gpus)) if gpus else None)
     data = make_dataset(cfg)
-    samplers = [DistributedSampler(data, num_replicas=world_size, rank=r, shuffle=True,
-                                   seed=cfg.seed, drop_last=True) for r in range(world_size)]
+    samplers = [
+        DistributedSampler(
+            data, num_replicas=world_size, rank=r, shuffle=True, seed=cfg.seed, drop_last=True
+        )
+        for r in range(world_size)
+    ]
     augs = [torch.Generator().manual_seed(cfg.seed + 1 + r) for r in range(world_size)]
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)
     losses, epoch_seconds, b = [], [], cfg.batch_size
@@ -57,7 +62,7 @@ def _train_one_process(where: str, cfg: RunConfig, world_size: int, data_paralle
         for i in range(micro):
             xs, ys = [], []
             for r in range(world_size):
-                idx = orders[r][i * b:(i + 1) * b]
+                idx = orders[r][i * b : (i + 1) * b]
                 noise = torch.randn((b, cfg.features), generator=augs[r])
                 xs.append(data.X[idx] + cfg.noise * noise)
                 ys.append(data.y[idx])
@@ -92,8 +97,9 @@ def train_reference(cfg: RunConfig, world_size: int) -> tuple[nn.Module, list[fl
     return model, losses
 
 
-def train_data_parallel(cfg: RunConfig, world_size: int
-                        ) -> tuple[nn.Module, list[float], list[float]]:
+def train_data_parallel(
+    cfg: RunConfig, world_size: int
+) -> tuple[nn.Module, list[float], list[float]]:
     """Train ``cfg`` like :func:`train_reference`, through ``nn.DataParallel``.
 
     With CUDA, the model lives on the first GPU and ``nn.DataParallel`` splits every global
@@ -113,8 +119,7 @@ def train_data_parallel(cfg: RunConfig, world_size: int
     return _train_one_process("train_data_parallel", cfg, world_size, True)
 
 
-def load_results(out_dir: str | os.PathLike, name: str, world_size: int
-                 ) -> list[dict[str, Any]]:
+def load_results(out_dir: str | os.PathLike, name: str, world_size: int) -> list[dict[str, Any]]:
     """Read the per-rank JSON results of run ``name``, ordered by rank.
 
     Every file is checked: valid JSON, an object, written for run ``name``, by the rank its
@@ -134,22 +139,32 @@ def load_results(out_dir: str | os.PathLike, name: str, world_size: int
     for r in range(world_size):
         path = out_dir / f"{name}.rank{r}.json"
         if not path.is_file():
-            raise FileNotFoundError(f"load_results: no results of run {name!r} for rank {r} "
-                                    f"(expected {path})")
+            raise FileNotFoundError(
+                f"load_results: no results of run {name!r} for rank {r} (expected {path})"
+            )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-            raise ValueError(f"load_results: {path} is not valid JSON ({reason}): damaged, or "
-                             f"its writer was killed") from None
+            raise ValueError(
+                f"load_results: {path} is not valid JSON ({reason}): damaged, or "
+                f"its writer was killed"
+            ) from None
         if not isinstance(data, dict):
-            raise ValueError(f"load_results: {path} is not a results object (a JSON object "
-                             f"written by ddp_train.train), got {type(data).__name__}")
-        for key, expected, what in (("name", name, "run"), ("rank", r, "rank"),
-                                    ("world_size", world_size, "world size")):
+            raise ValueError(
+                f"load_results: {path} is not a results object (a JSON object "
+                f"written by ddp_train.train), got {type(data).__name__}"
+            )
+        for key, expected, what in (
+            ("name", name, "run"),
+            ("rank", r, "rank"),
+            ("world_size", world_size, "world size"),
+        ):
             if data.get(key) != expected:
-                raise ValueError(f"load_results: {path} holds {what} {data.get(key)!r}, "
-                                 f"expected {what} {expected!r}")
+                raise ValueError(
+                    f"load_results: {path} holds {what} {data.get(key)!r}, "
+                    f"expected {what} {expected!r}"
+                )
         results.append(data)
     return results
 
@@ -169,7 +184,9 @@ def slowest_epoch_seconds(rank_results: Sequence[dict[str, Any]], skip: int = 1)
     skip = check_int("slowest_epoch_seconds", "skip", skip, minimum=0)
     per_rank = [list(r["epoch_seconds"]) for r in rank_results]
     if not per_rank or len({len(t) for t in per_rank}) != 1 or len(per_rank[0]) <= skip:
-        raise ValueError(f"slowest_epoch_seconds: need the results of one run, every rank with "
-                         f"the same number of epochs (more than skip={skip}); got "
-                         f"{[len(t) for t in per_rank]} epochs per rank")
+        raise ValueError(
+            f"slowest_epoch_seconds: need the results of one run, every rank with "
+            f"the same number of epochs (more than skip={skip}); got "
+            f"{[len(t) for t in per_rank]} epochs per rank"
+        )
     return [max(ts) for ts in zip(*per_rank)][skip:]

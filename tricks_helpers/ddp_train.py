@@ -33,9 +33,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -46,8 +47,16 @@ from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
 
-__all__ = ["RunConfig", "IndexedDataset", "make_dataset", "make_model", "params_hash",
-           "parse_run", "train", "main"]
+__all__ = [
+    "RunConfig",
+    "IndexedDataset",
+    "make_dataset",
+    "make_model",
+    "params_hash",
+    "parse_run",
+    "train",
+    "main",
+]
 
 _INT_FIELDS = ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden")
 _BOOL_FIELDS = ("no_sync", "set_epoch", "init_seed_per_rank")
@@ -91,8 +100,9 @@ class RunConfig:
         """Check every field (TypeError for a wrong type, ValueError for a wrong value)."""
         check_type("RunConfig", "name", self.name, str)
         if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
-            raise ValueError(f"RunConfig: name must be letters, digits, '_' or '-', "
-                             f"got {self.name!r}")
+            raise ValueError(
+                f"RunConfig: name must be letters, digits, '_' or '-', got {self.name!r}"
+            )
         for key in _INT_FIELDS:
             check_int("RunConfig", key, getattr(self, key), minimum=1)
         check_int("RunConfig", "seed", self.seed, minimum=0)
@@ -110,12 +120,14 @@ class RunConfig:
                 multiple of ``accum``.
         """
         world_size = check_int("steps_per_epoch", "world_size", world_size, minimum=1)
-        per_rank = self.samples // world_size          # DistributedSampler(drop_last=True)
+        per_rank = self.samples // world_size  # DistributedSampler(drop_last=True)
         micro = per_rank // self.batch_size
         if micro < 1 or micro % self.accum:
-            raise ValueError(f"RunConfig {self.name!r}: {per_rank} samples per rank make {micro} "
-                             f"batches of {self.batch_size}, not a positive multiple of "
-                             f"accum={self.accum}")
+            raise ValueError(
+                f"RunConfig {self.name!r}: {per_rank} samples per rank make {micro} "
+                f"batches of {self.batch_size}, not a positive multiple of "
+                f"accum={self.accum}"
+            )
         return micro
 
 
@@ -149,9 +161,13 @@ def make_dataset(cfg: RunConfig) -> IndexedDataset:
 def make_model(cfg: RunConfig) -> nn.Module:
     """An MLP without dropout or batch norm (both would make ranks differ from one process)."""
     check_type("make_model", "cfg", cfg, RunConfig)
-    return nn.Sequential(nn.Linear(cfg.features, cfg.hidden), nn.ReLU(),
-                         nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
-                         nn.Linear(cfg.hidden, cfg.classes))
+    return nn.Sequential(
+        nn.Linear(cfg.features, cfg.hidden),
+        nn.ReLU(),
+        nn.Linear(cfg.hidden, cfg.hidden),
+        nn.ReLU(),
+        nn.Linear(cfg.hidden, cfg.classes),
+    )
 
 
 def params_hash(model: nn.Module) -> str:
@@ -181,8 +197,10 @@ def parse_run(spec: str, defaults: RunConfig | None = None) -> RunConfig:
     for item in filter(None, rest.split(",")):
         key, sep, value = item.partition("=")
         if not sep or key not in fields or key == "name":
-            raise ValueError(f"parse_run: bad item {item!r} in {spec!r}; keys are "
-                             f"{sorted(k for k in fields if k != 'name')}")
+            raise ValueError(
+                f"parse_run: bad item {item!r} in {spec!r}; keys are "
+                f"{sorted(k for k in fields if k != 'name')}"
+            )
         kind = type(getattr(defaults, key))
         try:
             if kind is bool:
@@ -211,6 +229,7 @@ class _AllReduceCounter:
     @staticmethod
     def hook(state, bucket):  # no annotations: DDP checks them, and this module defers them
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
         state.calls += 1
         return default_hooks.allreduce_hook(None, bucket)
 
@@ -246,8 +265,9 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
 
     data = make_dataset(cfg)
     # 3. Each rank reads its own 1/world of a shuffled permutation (drop_last: equal shares).
-    sampler = DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True,
-                                 seed=cfg.seed, drop_last=True)
+    sampler = DistributedSampler(
+        data, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
+    )
     loader = DataLoader(data, batch_size=cfg.batch_size, sampler=sampler)
     # 4. Seed APART for augmentation: ranks must not draw the same noise.
     aug = torch.Generator().manual_seed(cfg.seed + 1 + rank)
@@ -256,7 +276,7 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     epoch_orders, losses, aug_first, epoch_seconds, steps = [], [], [], [], 0
     for epoch in range(cfg.epochs):
         if cfg.set_epoch:
-            sampler.set_epoch(epoch)      # without it: the same shuffle every epoch
+            sampler.set_epoch(epoch)  # without it: the same shuffle every epoch
         order: list[int] = []
         dist.barrier()
         start = time.perf_counter()
@@ -282,11 +302,24 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
         epoch_seconds.append(time.perf_counter() - start)
         epoch_orders.append(order)
 
-    result = dict(name=cfg.name, config=dataclasses.asdict(cfg), rank=rank, world_size=world,
-                  backend=dist.get_backend(), device=device.type, threads=torch.get_num_threads(),
-                  init_hash=init_hash, wrapped_hash=wrapped_hash, final_hash=params_hash(model),
-                  epoch_orders=epoch_orders, losses=losses, aug_first=aug_first,
-                  allreduce_calls=counter.calls, optimizer_steps=steps, epoch_seconds=epoch_seconds)
+    result = dict(
+        name=cfg.name,
+        config=dataclasses.asdict(cfg),
+        rank=rank,
+        world_size=world,
+        backend=dist.get_backend(),
+        device=device.type,
+        threads=torch.get_num_threads(),
+        init_hash=init_hash,
+        wrapped_hash=wrapped_hash,
+        final_hash=params_hash(model),
+        epoch_orders=epoch_orders,
+        losses=losses,
+        aug_first=aug_first,
+        allreduce_calls=counter.calls,
+        optimizer_steps=steps,
+        epoch_seconds=epoch_seconds,
+    )
     _write_json(out_dir / f"{cfg.name}.rank{rank}.json", result)
     if rank == 0:
         tmp = out_dir / f"{cfg.name}.pt.tmp"
@@ -306,16 +339,25 @@ def _choose_backend(requested: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (run under torchrun); see the module docstring."""
-    parser = argparse.ArgumentParser(prog="python -m tricks_helpers.ddp_train",
-                                     description="Train small DDP runs and write per-rank results.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tricks_helpers.ddp_train",
+        description="Train small DDP runs and write per-rank results.",
+    )
     parser.add_argument("--out", required=True, help="existing directory for the results")
-    parser.add_argument("--variant", action="append", required=True, metavar="NAME[:key=value,...]",
-                        help="a run to train (repeatable); keys are RunConfig fields")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        required=True,
+        metavar="NAME[:key=value,...]",
+        help="a run to train (repeatable); keys are RunConfig fields",
+    )
     parser.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
     args = parser.parse_args(argv)
     if "RANK" not in os.environ:
-        parser.error("run me under torchrun (RANK is not set), e.g. "
-                     "torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_train ...")
+        parser.error(
+            "run me under torchrun (RANK is not set), e.g. "
+            "torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_train ..."
+        )
     out = Path(args.out)
     if not out.is_dir():
         parser.error(f"--out: no such directory: {args.out}")

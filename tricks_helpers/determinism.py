@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,9 +30,19 @@ import torch
 from tricks_helpers._checks import check_bool, check_callable, check_choice, check_type
 
 __all__ = [
-    "CUBLAS_WORKSPACE_CONFIG", "DeterminismSettings", "current_settings", "enable_determinism",
-    "restore_settings", "deterministic", "RNGState", "snapshot_rng", "restore_rng",
-    "preserved_rng", "first_difference", "assert_bitwise_equal", "assert_reproducible",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "DeterminismSettings",
+    "current_settings",
+    "enable_determinism",
+    "restore_settings",
+    "deterministic",
+    "RNGState",
+    "snapshot_rng",
+    "restore_rng",
+    "preserved_rng",
+    "first_difference",
+    "assert_bitwise_equal",
+    "assert_reproducible",
 ]
 
 #: The value cuBLAS needs for deterministic results (":16:8" also works, with less memory
@@ -70,8 +81,9 @@ def restore_settings(settings: DeterminismSettings) -> None:
         TypeError: if ``settings`` is not a :class:`DeterminismSettings`.
     """
     check_type("restore_settings", "settings", settings, DeterminismSettings)
-    torch.use_deterministic_algorithms(settings.deterministic_algorithms,
-                                       warn_only=settings.warn_only)
+    torch.use_deterministic_algorithms(
+        settings.deterministic_algorithms, warn_only=settings.warn_only
+    )
     torch.backends.cudnn.deterministic = settings.cudnn_deterministic
     torch.backends.cudnn.benchmark = settings.cudnn_benchmark
     if settings.cublas_workspace_config is None:
@@ -80,9 +92,9 @@ def restore_settings(settings: DeterminismSettings) -> None:
         os.environ[_ENV] = settings.cublas_workspace_config
 
 
-def enable_determinism(*, warn_only: bool = False,
-                       cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
-                       ) -> DeterminismSettings:
+def enable_determinism(
+    *, warn_only: bool = False, cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
+) -> DeterminismSettings:
     """Turn on full determinism and return the settings it replaced.
 
     Sets ``torch.use_deterministic_algorithms(True, warn_only=warn_only)`` (ops without a
@@ -109,15 +121,17 @@ def enable_determinism(*, warn_only: bool = False,
     """
     check_bool("enable_determinism", "warn_only", warn_only)
     check_type("enable_determinism", "cublas_workspace_config", cublas_workspace_config, str)
-    check_choice("enable_determinism", "cublas_workspace_config", cublas_workspace_config,
-                 _CUBLAS_OK)
+    check_choice(
+        "enable_determinism", "cublas_workspace_config", cublas_workspace_config, _CUBLAS_OK
+    )
     previous = current_settings()
     if previous.cublas_workspace_config not in _CUBLAS_OK and torch.cuda.is_initialized():
         raise RuntimeError(
             "enable_determinism: CUDA is already initialised but CUBLAS_WORKSPACE_CONFIG is "
             f"{previous.cublas_workspace_config!r}; it is read once, when cuBLAS is first set up, "
             "so setting it now may not take effect. Call enable_determinism() (or export "
-            f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) before the first CUDA operation.")
+            f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) before the first CUDA operation."
+        )
     if previous.cublas_workspace_config not in _CUBLAS_OK:
         os.environ[_ENV] = cublas_workspace_config
     torch.use_deterministic_algorithms(True, warn_only=warn_only)
@@ -127,16 +141,17 @@ def enable_determinism(*, warn_only: bool = False,
 
 
 @contextlib.contextmanager
-def deterministic(*, warn_only: bool = False,
-                  cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
-                  ) -> Iterator[DeterminismSettings]:
+def deterministic(
+    *, warn_only: bool = False, cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
+) -> Iterator[DeterminismSettings]:
     """Context manager: :func:`enable_determinism` on entry, :func:`restore_settings` on exit.
 
     Yields:
         The settings in force before the block (they are restored even if the block raises).
     """
-    previous = enable_determinism(warn_only=warn_only,
-                                  cublas_workspace_config=cublas_workspace_config)
+    previous = enable_determinism(
+        warn_only=warn_only, cublas_workspace_config=cublas_workspace_config
+    )
     try:
         yield previous
     finally:
@@ -162,8 +177,12 @@ def snapshot_rng() -> RNGState:
     Where CUDA is available this initialises it (to read the device generators).
     """
     cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else ()
-    return RNGState(python=random.getstate(), numpy=np.random.get_state(),
-                    torch_cpu=torch.get_rng_state(), cuda=cuda)
+    return RNGState(
+        python=random.getstate(),
+        numpy=np.random.get_state(),
+        torch_cpu=torch.get_rng_state(),
+        cuda=cuda,
+    )
 
 
 def restore_rng(state: RNGState) -> None:
@@ -176,8 +195,10 @@ def restore_rng(state: RNGState) -> None:
     check_type("restore_rng", "state", state, RNGState)
     n_cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if len(state.cuda) != n_cuda:
-        raise ValueError(f"restore_rng: the snapshot holds {len(state.cuda)} CUDA device state(s) "
-                         f"but this process sees {n_cuda}")
+        raise ValueError(
+            f"restore_rng: the snapshot holds {len(state.cuda)} CUDA device state(s) "
+            f"but this process sees {n_cuda}"
+        )
     random.setstate(state.python)
     np.random.set_state(state.numpy)
     torch.set_rng_state(state.torch_cpu)
@@ -228,9 +249,10 @@ def _quantized_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
     else:  # per-channel schemes
         if a.q_per_channel_axis() != b.q_per_channel_axis():
             return f"axis {a.q_per_channel_axis()} vs {b.q_per_channel_axis()}"
-        for name, x, y in (("scales", a.q_per_channel_scales(), b.q_per_channel_scales()),
-                           ("zero_points", a.q_per_channel_zero_points(),
-                            b.q_per_channel_zero_points())):
+        for name, x, y in (
+            ("scales", a.q_per_channel_scales(), b.q_per_channel_scales()),
+            ("zero_points", a.q_per_channel_zero_points(), b.q_per_channel_zero_points()),
+        ):
             detail = _tensor_difference(x, y)
             if detail is not None:
                 return f"{name}: {detail}"
@@ -248,11 +270,15 @@ def _item(t: torch.Tensor, i: int) -> Any:
 def _tensor_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
     for t in (a, b):
         if t.layout != torch.strided or t.is_nested or t.is_mkldnn:
-            raise TypeError("first_difference: only dense (strided) tensors are supported, "
-                            f"got layout {t.layout}{' (nested)' if t.is_nested else ''}")
+            raise TypeError(
+                "first_difference: only dense (strided) tensors are supported, "
+                f"got layout {t.layout}{' (nested)' if t.is_nested else ''}"
+            )
         if t.is_meta:
-            raise TypeError("first_difference: meta tensors hold no data to compare; "
-                            "compare their shape and dtype instead")
+            raise TypeError(
+                "first_difference: meta tensors hold no data to compare; "
+                "compare their shape and dtype instead"
+            )
     if a.dtype != b.dtype:
         return f"dtype {a.dtype} vs {b.dtype}"
     if a.shape != b.shape:
@@ -286,8 +312,9 @@ def _array_difference(a: np.ndarray, b: np.ndarray) -> str | None:
         try:
             same = a.tolist() == b.tolist()
         except Exception as exc:
-            raise TypeError(f"first_difference: cannot compare records with object fields: "
-                            f"{exc}") from exc
+            raise TypeError(
+                f"first_difference: cannot compare records with object fields: {exc}"
+            ) from exc
         return None if same else "records with object fields differ"
     if a.size == 0:
         return None
@@ -370,8 +397,9 @@ def first_difference(a: Any, b: Any, path: str = "result") -> str | None:
     try:
         same = bool(a == b)
     except Exception as exc:  # e.g. objects whose == is elementwise
-        raise TypeError(f"first_difference: cannot compare {type(a).__name__} objects at {path}: "
-                        f"{exc}") from exc
+        raise TypeError(
+            f"first_difference: cannot compare {type(a).__name__} objects at {path}: {exc}"
+        ) from exc
     return None if same else f"{path}: {a!r} vs {b!r}"
 
 
@@ -410,6 +438,7 @@ def assert_reproducible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     found = first_difference(first, second)
     if found is not None:
         name = getattr(fn, "__name__", type(fn).__name__)
-        raise AssertionError(f"{name} is not reproducible: two runs from the same RNG state "
-                             f"differ at {found}")
+        raise AssertionError(
+            f"{name} is not reproducible: two runs from the same RNG state differ at {found}"
+        )
     return first

@@ -16,9 +16,19 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["EnvCard", "environment_card", "print_environment", "cpu_model", "cpu_flags",
-           "bf16_support", "native_bf16", "autocast_dtypes", "cpu_bf16_flags", "native_autocast",
-           "hardware_line"]
+__all__ = [
+    "EnvCard",
+    "environment_card",
+    "print_environment",
+    "cpu_model",
+    "cpu_flags",
+    "bf16_support",
+    "native_bf16",
+    "autocast_dtypes",
+    "cpu_bf16_flags",
+    "native_autocast",
+    "hardware_line",
+]
 
 # CPU features that give native bfloat16 math: x86 AVX512-BF16 and AMX-BF16, Arm's BF16
 # extension (``bf16`` in /proc/cpuinfo's Features and in torch.cpu.get_capabilities()).
@@ -177,8 +187,10 @@ def hardware_line(device: str | torch.device = "cpu", flags: frozenset[str] | No
     major, minor = torch.cuda.get_device_capability(dev)
     cores = "float16 tensor cores" if (major, minor) >= (7, 0) else "no tensor cores"
     bf16 = "bfloat16 native" if native_bf16(dev) else "bfloat16 emulated"
-    return (f"cuda: {torch.cuda.get_device_name(dev)} (compute capability {major}.{minor}) "
-            f"-> {cores}, {bf16}")
+    return (
+        f"cuda: {torch.cuda.get_device_name(dev)} (compute capability {major}.{minor}) "
+        f"-> {cores}, {bf16}"
+    )
 
 
 #: The torch release the book's stored outputs were executed with: the ``torch==`` pin of

@@ -42,8 +42,13 @@ from torch import fx, nn
 
 from tricks_helpers._checks import check_bool, check_number, check_type
 
-__all__ = ["fuse_conv_bn_weights", "fuse_conv_bn", "fuse_model", "batchnorm_elements",
-           "FUSABLE_PAIRS"]
+__all__ = [
+    "fuse_conv_bn_weights",
+    "fuse_conv_bn",
+    "fuse_model",
+    "batchnorm_elements",
+    "FUSABLE_PAIRS",
+]
 
 #: Which BatchNorm class may follow which conv class.
 FUSABLE_PAIRS: dict[type[nn.Module], type[nn.Module]] = {
@@ -55,10 +60,15 @@ FUSABLE_PAIRS: dict[type[nn.Module], type[nn.Module]] = {
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
 
-def fuse_conv_bn_weights(weight: torch.Tensor, bias: torch.Tensor | None,
-                         running_mean: torch.Tensor, running_var: torch.Tensor, eps: float,
-                         gamma: torch.Tensor | None = None,
-                         beta: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def fuse_conv_bn_weights(
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    eps: float,
+    gamma: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Fold BatchNorm statistics and affine parameters into a conv's weight and bias.
 
     Args:
@@ -79,19 +89,31 @@ def fuse_conv_bn_weights(weight: torch.Tensor, bias: torch.Tensor | None,
     """
     where = "fuse_conv_bn_weights"
     check_type(where, "weight", weight, torch.Tensor)
-    for name, t in (("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var), ("gamma", gamma), ("beta", beta)):
+    for name, t in (
+        ("bias", bias),
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("gamma", gamma),
+        ("beta", beta),
+    ):
         if t is None and name in ("running_mean", "running_var"):
             raise TypeError(f"{where}: {name} must be a Tensor, got NoneType")
         if t is not None:
             check_type(where, name, t, torch.Tensor)
     eps = check_number(where, "eps", eps, minimum=0.0)
     out_channels = weight.shape[0]
-    for name, t in (("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var), ("gamma", gamma), ("beta", beta)):
+    for name, t in (
+        ("bias", bias),
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("gamma", gamma),
+        ("beta", beta),
+    ):
         if t is not None and tuple(t.shape) != (out_channels,):
-            raise ValueError(f"{where}: {name} has shape {tuple(t.shape)}, "
-                             f"expected ({out_channels},) to match the conv's out_channels")
+            raise ValueError(
+                f"{where}: {name} has shape {tuple(t.shape)}, "
+                f"expected ({out_channels},) to match the conv's out_channels"
+            )
     f64 = dict(dtype=torch.float64, device=weight.device)
     w = weight.detach().to(**f64)
     b = torch.zeros(out_channels, **f64) if bias is None else bias.detach().to(**f64)
@@ -105,39 +127,52 @@ def fuse_conv_bn_weights(weight: torch.Tensor, bias: torch.Tensor | None,
 
 def _hooks(module: nn.Module) -> list[str]:
     """Names of the hook kinds registered on ``module`` itself (not its children)."""
-    return [kind.strip("_").replace("_", " ") for kind in _HOOK_DICTS
-            if getattr(module, kind, None)]
+    return [
+        kind.strip("_").replace("_", " ") for kind in _HOOK_DICTS if getattr(module, kind, None)
+    ]
 
 
 def _check_pair(conv: nn.Module, bn: nn.Module, drop_hooks: bool) -> None:
     conv_kind = type(conv)
     if conv_kind not in FUSABLE_PAIRS:
-        raise TypeError(f"fuse_conv_bn: expected nn.Conv1d/Conv2d/Conv3d, got "
-                        f"{conv_kind.__name__} (transposed, lazy and other conv subclasses are "
-                        f"not supported)")
+        raise TypeError(
+            f"fuse_conv_bn: expected nn.Conv1d/Conv2d/Conv3d, got "
+            f"{conv_kind.__name__} (transposed, lazy and other conv subclasses are "
+            f"not supported)"
+        )
     expected_bn = FUSABLE_PAIRS[conv_kind]
     if type(bn) is not expected_bn:
-        raise TypeError(f"fuse_conv_bn: {conv_kind.__name__} must be followed by "
-                        f"{expected_bn.__name__}, got {type(bn).__name__}")
+        raise TypeError(
+            f"fuse_conv_bn: {conv_kind.__name__} must be followed by "
+            f"{expected_bn.__name__}, got {type(bn).__name__}"
+        )
     if conv.training or bn.training:
-        raise ValueError("fuse_conv_bn: conv and BatchNorm must be in eval mode (call "
-                         ".eval()); in training mode BatchNorm normalises with batch "
-                         "statistics, which cannot be folded into weights")
+        raise ValueError(
+            "fuse_conv_bn: conv and BatchNorm must be in eval mode (call "
+            ".eval()); in training mode BatchNorm normalises with batch "
+            "statistics, which cannot be folded into weights"
+        )
     if not bn.track_running_stats or bn.running_mean is None or bn.running_var is None:
-        raise ValueError("fuse_conv_bn: BatchNorm has no running statistics "
-                         "(track_running_stats=False): it normalises with batch statistics "
-                         "even in eval mode, so it cannot be folded into the conv")
+        raise ValueError(
+            "fuse_conv_bn: BatchNorm has no running statistics "
+            "(track_running_stats=False): it normalises with batch statistics "
+            "even in eval mode, so it cannot be folded into the conv"
+        )
     if bn.num_features != conv.out_channels:
-        raise ValueError(f"fuse_conv_bn: channel mismatch: conv has out_channels="
-                         f"{conv.out_channels} but BatchNorm has num_features={bn.num_features}")
+        raise ValueError(
+            f"fuse_conv_bn: channel mismatch: conv has out_channels="
+            f"{conv.out_channels} but BatchNorm has num_features={bn.num_features}"
+        )
     if not drop_hooks:
         for name, m in (("conv", conv), ("BatchNorm", bn)):
             kinds = _hooks(m)
             if kinds:
-                raise ValueError(f"fuse_conv_bn: the {name} has hooks ({', '.join(kinds)}) "
-                                 f"that the fused conv cannot keep faithfully (a conv forward "
-                                 f"hook would see the BatchNorm's output); remove them, or "
-                                 f"pass drop_hooks=True to drop them")
+                raise ValueError(
+                    f"fuse_conv_bn: the {name} has hooks ({', '.join(kinds)}) "
+                    f"that the fused conv cannot keep faithfully (a conv forward "
+                    f"hook would see the BatchNorm's output); remove them, or "
+                    f"pass drop_hooks=True to drop them"
+                )
 
 
 def fuse_conv_bn(conv: nn.Module, bn: nn.Module, *, drop_hooks: bool = False) -> nn.Module:
@@ -166,12 +201,22 @@ def fuse_conv_bn(conv: nn.Module, bn: nn.Module, *, drop_hooks: bool = False) ->
     check_bool("fuse_conv_bn", "drop_hooks", drop_hooks)
     _check_pair(conv, bn, drop_hooks)
     gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
-    w, b = fuse_conv_bn_weights(conv.weight, conv.bias, bn.running_mean, bn.running_var,
-                                bn.eps, gamma, beta)
-    fused = type(conv)(conv.in_channels, conv.out_channels, conv.kernel_size,
-                       stride=conv.stride, padding=conv.padding, dilation=conv.dilation,
-                       groups=conv.groups, bias=True, padding_mode=conv.padding_mode,
-                       device=w.device, dtype=w.dtype)
+    w, b = fuse_conv_bn_weights(
+        conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, gamma, beta
+    )
+    fused = type(conv)(
+        conv.in_channels,
+        conv.out_channels,
+        conv.kernel_size,
+        stride=conv.stride,
+        padding=conv.padding,
+        dilation=conv.dilation,
+        groups=conv.groups,
+        bias=True,
+        padding_mode=conv.padding_mode,
+        device=w.device,
+        dtype=w.dtype,
+    )
     requires_grad = conv.weight.requires_grad
     fused.weight = nn.Parameter(w, requires_grad=requires_grad)
     fused.bias = nn.Parameter(b, requires_grad=requires_grad)
@@ -180,21 +225,27 @@ def fuse_conv_bn(conv: nn.Module, bn: nn.Module, *, drop_hooks: bool = False) ->
 
 def _refuse_untraceable(model: nn.Module, where: str) -> None:
     if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError(f"{where}: got a scripted module ({type(model).__name__}); torch.fx "
-                        f"cannot trace TorchScript, so no pair would be found. Pass the eager "
-                        f"module, then script the result")
+        raise TypeError(
+            f"{where}: got a scripted module ({type(model).__name__}); torch.fx "
+            f"cannot trace TorchScript, so no pair would be found. Pass the eager "
+            f"module, then script the result"
+        )
     # a compiled module exists only once torch._dynamo was imported: never import it here
     eval_frame = sys.modules.get("torch._dynamo.eval_frame")
     if eval_frame is not None and isinstance(model, eval_frame.OptimizedModule):
-        raise TypeError(f"{where}: got a torch.compile'd module (OptimizedModule); pass the "
-                        f"eager module (model._orig_mod), then compile the result")
+        raise TypeError(
+            f"{where}: got a torch.compile'd module (OptimizedModule); pass the "
+            f"eager module (model._orig_mod), then compile the result"
+        )
 
 
 def _check_eval(where: str, model: nn.Module) -> None:
     training = [name or "<model>" for name, m in model.named_modules() if m.training]
     if training:
-        raise ValueError(f"{where}: model must be in eval mode (call .eval()); in training "
-                         f"mode: {', '.join(training[:3])}{' ...' if len(training) > 3 else ''}")
+        raise ValueError(
+            f"{where}: model must be in eval mode (call .eval()); in training "
+            f"mode: {', '.join(training[:3])}{' ...' if len(training) > 3 else ''}"
+        )
 
 
 def _trace(where: str, model: nn.Module, hint: str = "") -> fx.GraphModule:
@@ -202,8 +253,10 @@ def _trace(where: str, model: nn.Module, hint: str = "") -> fx.GraphModule:
         return fx.symbolic_trace(model)
     except Exception as err:  # TraceError, TypeError, ... from user code under tracing
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise ValueError(f"{where}: torch.fx cannot trace {type(model).__name__}.forward "
-                         f"({type(err).__name__}: {first}){hint}") from err
+        raise ValueError(
+            f"{where}: torch.fx cannot trace {type(model).__name__}.forward "
+            f"({type(err).__name__}: {first}){hint}"
+        ) from err
 
 
 def batchnorm_elements(model: nn.Module, *example: torch.Tensor) -> int:
@@ -234,9 +287,12 @@ def batchnorm_elements(model: nn.Module, *example: torch.Tensor) -> int:
     traced = _trace("batchnorm_elements", model)
     with torch.no_grad():
         ShapeProp(traced).propagate(*example)
-    return sum(node.meta["tensor_meta"].shape.numel() for node in traced.graph.nodes
-               if node.op == "call_module" and isinstance(traced.get_submodule(node.target),
-                                                          nn.modules.batchnorm._BatchNorm))
+    return sum(
+        node.meta["tensor_meta"].shape.numel()
+        for node in traced.graph.nodes
+        if node.op == "call_module"
+        and isinstance(traced.get_submodule(node.target), nn.modules.batchnorm._BatchNorm)
+    )
 
 
 def fuse_model(model: nn.Module, *, drop_hooks: bool = False) -> tuple[fx.GraphModule, int]:
@@ -276,8 +332,9 @@ def fuse_model(model: nn.Module, *, drop_hooks: bool = False) -> tuple[fx.GraphM
     check_bool("fuse_model", "drop_hooks", drop_hooks)
     _refuse_untraceable(model, "fuse_model")
     _check_eval("fuse_model", model)
-    traced = _trace("fuse_model", copy.deepcopy(model),
-                    "; fuse its pairs one by one with fuse_conv_bn instead")
+    traced = _trace(
+        "fuse_model", copy.deepcopy(model), "; fuse its pairs one by one with fuse_conv_bn instead"
+    )
     graph = traced.graph
     modules = dict(traced.named_modules())
     calls: dict[str, int] = {}
@@ -304,12 +361,15 @@ def fuse_model(model: nn.Module, *, drop_hooks: bool = False) -> tuple[fx.GraphM
         fused_targets.update((prev.target, node.target))
         count += 1
     called = {n.target for n in graph.nodes if n.op == "call_module"} | fused_targets
-    lost = [name or "<model>" for name, m in model.named_modules()
-            if name not in called and _hooks(m)]
+    lost = [
+        name or "<model>" for name, m in model.named_modules() if name not in called and _hooks(m)
+    ]
     if lost and not drop_hooks:
-        raise ValueError(f"fuse_model: torch.fx inlines the forward of {', '.join(lost[:3])}"
-                         f"{' ...' if len(lost) > 3 else ''}, so its hooks would be lost; "
-                         f"remove them, or pass drop_hooks=True to drop them")
+        raise ValueError(
+            f"fuse_model: torch.fx inlines the forward of {', '.join(lost[:3])}"
+            f"{' ...' if len(lost) > 3 else ''}, so its hooks would be lost; "
+            f"remove them, or pass drop_hooks=True to drop them"
+        )
     graph.lint()
     traced.delete_all_unused_submodules()
     traced.recompile()

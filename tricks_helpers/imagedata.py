@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -36,9 +36,22 @@ from PIL import Image, ImageDraw, ImageFile, ImageFont
 
 from tricks_helpers._checks import check_choice, check_int, check_type
 
-__all__ = ["CLASSES", "make_image", "records", "label_of", "encode", "DECODERS",
-           "decode_pil", "decode_opencv", "decode_simplejpeg", "to_sample", "augment_params",
-           "augment_pil", "augment_batch", "count_pillow_decodes"]
+__all__ = [
+    "CLASSES",
+    "make_image",
+    "records",
+    "label_of",
+    "encode",
+    "DECODERS",
+    "decode_pil",
+    "decode_opencv",
+    "decode_simplejpeg",
+    "to_sample",
+    "augment_params",
+    "augment_pil",
+    "augment_batch",
+    "count_pillow_decodes",
+]
 
 #: The class names; image ``i`` shows a ``CLASSES[i % 4]``.
 CLASSES = ("circle", "square", "triangle", "cross")
@@ -124,8 +137,9 @@ def encode(img: Image.Image, fmt: str = "jpeg", quality: int = 90) -> bytes:
     return buf.getvalue()
 
 
-def records(n: int, *, seed: int = 0, size: int = 64, fmt: str = "jpeg",
-            quality: int = 90) -> Iterator[tuple[str, bytes]]:
+def records(
+    n: int, *, seed: int = 0, size: int = 64, fmt: str = "jpeg", quality: int = 90
+) -> Iterator[tuple[str, bytes]]:
     """Yield ``n`` encoded images as ``("<class>/<index:06d>.<ext>", bytes)`` pairs.
 
     Args:
@@ -206,12 +220,15 @@ def decode_simplejpeg(data: bytes) -> np.ndarray:
 
 #: Name -> decoder; all return ``H x W x 3`` RGB ``uint8``.
 DECODERS: dict[str, Callable[[bytes], np.ndarray]] = {
-    "PIL": decode_pil, "OpenCV": decode_opencv, "simplejpeg": decode_simplejpeg,
+    "PIL": decode_pil,
+    "OpenCV": decode_opencv,
+    "simplejpeg": decode_simplejpeg,
 }
 
 
-def to_sample(key: str, value: bytes,
-              decoder: Callable[[bytes], np.ndarray] = decode_pil) -> tuple[torch.Tensor, int]:
+def to_sample(
+    key: str, value: bytes, decoder: Callable[[bytes], np.ndarray] = decode_pil
+) -> tuple[torch.Tensor, int]:
     """Turn a stored record into ``(C x H x W uint8 tensor, label)``, a training sample.
 
     Use as a storage dataset ``transform`` (see :mod:`tricks_helpers.storage`).
@@ -223,8 +240,9 @@ def to_sample(key: str, value: bytes,
     return x, label_of(key)
 
 
-def augment_params(n: int, size: int, pad: int, *,
-                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, ...]:
+def augment_params(
+    n: int, size: int, pad: int, *, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, ...]:
     """Random crop offsets and flips for ``n`` images: ``(tops, lefts, flips)``.
 
     ``tops``/``lefts`` are in ``[0, 2 * pad]`` (a ``size x size`` crop of the image padded by
@@ -250,8 +268,9 @@ def augment_pil(img: Image.Image, top: int, left: int, flip: bool, pad: int) -> 
     return out.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if flip else out
 
 
-def augment_batch(x: torch.Tensor, tops: torch.Tensor, lefts: torch.Tensor,
-                  flips: torch.Tensor, pad: int) -> torch.Tensor:
+def augment_batch(
+    x: torch.Tensor, tops: torch.Tensor, lefts: torch.Tensor, flips: torch.Tensor, pad: int
+) -> torch.Tensor:
     """The same augmentation for a whole ``N x C x H x W`` batch, with a few tensor ops.
 
     Pads the batch once, takes every image's crop with one indexing operation over the

@@ -30,8 +30,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from unittest import mock
 
 import torch
@@ -42,7 +43,8 @@ __all__ = ["GeneratedCode", "compiled_code", "onednn_primitives"]
 
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
 _EXTERN_CALL = re.compile(
-    r"^[ \t]+(?:\w+ = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(", re.M)
+    r"^[ \t]+(?:\w+ = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,11 @@ def compiled_code(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[An
     with mock.patch.object(GraphLowering, "save_output_code", sources.append):
         out = fn(*args, **kwargs)
     if not sources:
-        raise ValueError("compiled_code: nothing was compiled during the call; call it on the "
-                         "first call of a fresh torch.compile(...) (Inductor backend), not on "
-                         "a function that is already compiled")
+        raise ValueError(
+            "compiled_code: nothing was compiled during the call; call it on the "
+            "first call of a fresh torch.compile(...) (Inductor backend), not on "
+            "a function that is already compiled"
+        )
     return out, GeneratedCode(tuple(dict.fromkeys(sources)))
 
 
@@ -136,8 +140,9 @@ def _stdout_fd_to(path_fd: int):
         os.close(saved)
 
 
-def onednn_primitives(fn: Callable[..., Any], *args: Any,
-                      **kwargs: Any) -> collections.Counter[str]:
+def onednn_primitives(
+    fn: Callable[..., Any], *args: Any, **kwargs: Any
+) -> collections.Counter[str]:
     """Count the oneDNN primitives executed on the CPU while ``fn(*args, **kwargs)`` runs.
 
     Call it after a warm-up call: oneDNN's verbose mode reports primitive *creation* on a

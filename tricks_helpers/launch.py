@@ -57,8 +57,14 @@ from typing import Any
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
 from tricks_helpers._processes import MARKER_VARIABLE, kill_marked, terminate_tree
 
-__all__ = ["LaunchError", "WorkerFailedError", "LaunchTimeoutError", "LaunchResult",
-           "torchrun_command", "run_torchrun"]
+__all__ = [
+    "LaunchError",
+    "WorkerFailedError",
+    "LaunchTimeoutError",
+    "LaunchResult",
+    "torchrun_command",
+    "run_torchrun",
+]
 
 _TAIL_LINES = 25
 #: Environment variable carrying a marker unique to one launch (see the module docstring).
@@ -81,8 +87,16 @@ class WorkerFailedError(LaunchError):
         result: the :class:`LaunchResult` with every rank's captured output.
     """
 
-    def __init__(self, message: str, *, rank: int | None, exitcode: int | None,
-                 returncode: int, error_text: str, result: "LaunchResult") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        rank: int | None,
+        exitcode: int | None,
+        returncode: int,
+        error_text: str,
+        result: LaunchResult,
+    ) -> None:
         super().__init__(message)
         self.rank = rank
         self.exitcode = exitcode
@@ -99,7 +113,7 @@ class LaunchTimeoutError(LaunchError, TimeoutError):
         result: a :class:`LaunchResult` with the output captured until the kill.
     """
 
-    def __init__(self, message: str, *, timeout: float, result: "LaunchResult") -> None:
+    def __init__(self, message: str, *, timeout: float, result: LaunchResult) -> None:
         super().__init__(message)
         self.timeout = timeout
         self.result = result
@@ -132,8 +146,10 @@ class LaunchResult:
 def _check_args(where: str, args: Any) -> list[str]:
     """Script arguments as strings: str, path-like objects and numbers are accepted."""
     if isinstance(args, (str, bytes)):
-        raise TypeError(f"{where}: args must be a sequence of strings, not one string "
-                        f"(split it: {str(args).split()!r})")
+        raise TypeError(
+            f"{where}: args must be a sequence of strings, not one string "
+            f"(split it: {str(args).split()!r})"
+        )
     check_type(where, "args", args, Sequence)
     out = []
     for i, a in enumerate(args):
@@ -142,8 +158,10 @@ def _check_args(where: str, args: Any) -> list[str]:
         elif isinstance(a, numbers.Real) and not isinstance(a, bool):
             out.append(str(a))
         else:
-            raise TypeError(f"{where}: args[{i}] must be a string, a path or a number, got "
-                            f"{type(a).__name__} {a!r}")
+            raise TypeError(
+                f"{where}: args[{i}] must be a string, a path or a number, got "
+                f"{type(a).__name__} {a!r}"
+            )
     return out
 
 
@@ -154,20 +172,34 @@ def _check_nnodes(where: str, nnodes: Any) -> str:
         low = int(m.group(1)) if m else 0
         high = int(m.group(2)) if m and m.group(2) else low
         if not m or low < 1 or high < low:
-            raise ValueError(f"{where}: nnodes must be an integer >= 1 or a range 'MIN:MAX' "
-                             f"with 1 <= MIN <= MAX, got {nnodes!r}")
+            raise ValueError(
+                f"{where}: nnodes must be an integer >= 1 or a range 'MIN:MAX' "
+                f"with 1 <= MIN <= MAX, got {nnodes!r}"
+            )
         return nnodes
     if isinstance(nnodes, bool) or not isinstance(nnodes, numbers.Integral):
-        raise TypeError(f"{where}: nnodes must be an integer or a 'MIN:MAX' string, got "
-                        f"{type(nnodes).__name__} {nnodes!r}")
+        raise TypeError(
+            f"{where}: nnodes must be an integer or a 'MIN:MAX' string, got "
+            f"{type(nnodes).__name__} {nnodes!r}"
+        )
     if nnodes < 1:
         raise ValueError(f"{where}: nnodes must be an integer >= 1, got {nnodes!r}")
     return str(int(nnodes))
 
 
-def _build_command(where: str, target: Any, args: Any, *, nproc_per_node: Any, module: Any,
-                   nnodes: Any, rdzv_endpoint: Any, rdzv_id: Any, rdzv_backend: Any,
-                   launcher: Any) -> list[str]:
+def _build_command(
+    where: str,
+    target: Any,
+    args: Any,
+    *,
+    nproc_per_node: Any,
+    module: Any,
+    nnodes: Any,
+    rdzv_endpoint: Any,
+    rdzv_id: Any,
+    rdzv_backend: Any,
+    launcher: Any,
+) -> list[str]:
     check_type(where, "target", target, (str, os.PathLike))
     target = os.fspath(target)
     if not isinstance(target, str):
@@ -187,12 +219,16 @@ def _build_command(where: str, target: Any, args: Any, *, nproc_per_node: Any, m
         cmd = [sys.executable, "-m", "torch.distributed.run"]
     else:
         if isinstance(launcher, (str, bytes)):
-            raise TypeError(f"{where}: launcher must be a sequence of strings such as "
-                            f"[{launcher!r}], not one string")
+            raise TypeError(
+                f"{where}: launcher must be a sequence of strings such as "
+                f"[{launcher!r}], not one string"
+            )
         check_type(where, "launcher", launcher, Sequence)
         if len(launcher) == 0:
-            raise ValueError(f"{where}: launcher must not be empty (default: this Python's "
-                             f"torch.distributed.run)")
+            raise ValueError(
+                f"{where}: launcher must not be empty (default: this Python's "
+                f"torch.distributed.run)"
+            )
         for i, part in enumerate(launcher):
             check_type(where, f"launcher[{i}]", part, str)
         cmd = list(launcher)
@@ -201,20 +237,37 @@ def _build_command(where: str, target: Any, args: Any, *, nproc_per_node: Any, m
     else:
         nodes = _check_nnodes(where, nnodes)
         if not rdzv_endpoint or not rdzv_id:
-            raise ValueError(f"{where}: a multi-node launch (nnodes) needs rdzv_endpoint "
-                             "('host:port') and rdzv_id (a job id shared by all nodes)")
-        cmd += ["--nnodes", nodes, "--rdzv-backend", rdzv_backend,
-                "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id]
+            raise ValueError(
+                f"{where}: a multi-node launch (nnodes) needs rdzv_endpoint "
+                "('host:port') and rdzv_id (a job id shared by all nodes)"
+            )
+        cmd += [
+            "--nnodes",
+            nodes,
+            "--rdzv-backend",
+            rdzv_backend,
+            "--rdzv-endpoint",
+            rdzv_endpoint,
+            "--rdzv-id",
+            rdzv_id,
+        ]
     cmd += ["--nproc-per-node", str(int(nproc_per_node))]
     cmd += ["-m", target] if module else [target]
     return cmd + script_args
 
 
-def torchrun_command(target: str | os.PathLike, args: Sequence[str] = (), *,
-                     nproc_per_node: int = 2, module: bool = False, nnodes: int | str | None = None,
-                     rdzv_endpoint: str | None = None, rdzv_id: str | None = None,
-                     rdzv_backend: str = "c10d",
-                     launcher: Sequence[str] | None = None) -> list[str]:
+def torchrun_command(
+    target: str | os.PathLike,
+    args: Sequence[str] = (),
+    *,
+    nproc_per_node: int = 2,
+    module: bool = False,
+    nnodes: int | str | None = None,
+    rdzv_endpoint: str | None = None,
+    rdzv_id: str | None = None,
+    rdzv_backend: str = "c10d",
+    launcher: Sequence[str] | None = None,
+) -> list[str]:
     """Build a torchrun command line.
 
     Single node (``nnodes`` is ``None``): ``--standalone``, which starts a local rendezvous
@@ -242,9 +295,18 @@ def torchrun_command(target: str | os.PathLike, args: Sequence[str] = (), *,
         ValueError: on an empty target or launcher, a process or node count below 1, or a
             multi-node launch without endpoint or id.
     """
-    return _build_command("torchrun_command", target, args, nproc_per_node=nproc_per_node,
-                          module=module, nnodes=nnodes, rdzv_endpoint=rdzv_endpoint,
-                          rdzv_id=rdzv_id, rdzv_backend=rdzv_backend, launcher=launcher)
+    return _build_command(
+        "torchrun_command",
+        target,
+        args,
+        nproc_per_node=nproc_per_node,
+        module=module,
+        nnodes=nnodes,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+        rdzv_backend=rdzv_backend,
+        launcher=launcher,
+    )
 
 
 def _read_rank_logs(log_dir: Path, nproc: int) -> tuple[dict[int, str], dict[int, str]]:
@@ -269,10 +331,17 @@ def _tail(text: str, lines: int = _TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_per_node: int = 2,
-                 module: bool = False, timeout: float = 120.0, grace: float = 5.0,
-                 env: Mapping[str, str] | None = None,
-                 cwd: str | os.PathLike | None = None) -> LaunchResult:
+def run_torchrun(
+    target: str | os.PathLike,
+    args: Sequence[str] = (),
+    *,
+    nproc_per_node: int = 2,
+    module: bool = False,
+    timeout: float = 120.0,
+    grace: float = 5.0,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> LaunchResult:
     """Launch ``target`` on ``nproc_per_node`` local workers with torchrun and wait for it.
 
     Args:
@@ -299,9 +368,18 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         LaunchTimeoutError: the launch did not finish within ``timeout`` seconds.
     """
     where = "run_torchrun"
-    base = _build_command(where, target, args, nproc_per_node=nproc_per_node, module=module,
-                          nnodes=None, rdzv_endpoint=None, rdzv_id=None, rdzv_backend="c10d",
-                          launcher=None)
+    base = _build_command(
+        where,
+        target,
+        args,
+        nproc_per_node=nproc_per_node,
+        module=module,
+        nnodes=None,
+        rdzv_endpoint=None,
+        rdzv_id=None,
+        rdzv_backend="c10d",
+        launcher=None,
+    )
     timeout = check_number(where, "timeout", timeout, minimum=0.0, strict_minimum=True)
     grace = check_number(where, "grace", grace, minimum=0.0)
     extra_env = {}
@@ -314,8 +392,10 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
             elif isinstance(value, numbers.Real) and not isinstance(value, bool):
                 extra_env[key] = str(value)
             else:
-                raise TypeError(f"{where}: env[{key!r}] must be a string or a number, got "
-                                f"{type(value).__name__} {value!r}")
+                raise TypeError(
+                    f"{where}: env[{key!r}] must be a string or a number, got "
+                    f"{type(value).__name__} {value!r}"
+                )
     if cwd is not None:
         check_type(where, "cwd", cwd, (str, os.PathLike))
         if not Path(cwd).is_dir():
@@ -334,19 +414,29 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
     cmd = base[:i] + ["--log-dir", str(log_dir), "--redirects", "3"] + base[i:]
     start = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=full_env, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
         try:
             launcher_output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             terminate_tree(proc, grace, marker)
             launcher_output = proc.stdout.read() if proc.stdout else ""
             out, err = _read_rank_logs(log_dir, nproc_per_node)
-            result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output,
-                                  time.perf_counter() - start)
+            result = LaunchResult(
+                tuple(cmd), proc.returncode, out, err, launcher_output, time.perf_counter() - start
+            )
             raise LaunchTimeoutError(
                 f"torchrun did not finish within {timeout:g} s; all its processes were killed",
-                timeout=float(timeout), result=result) from None
+                timeout=float(timeout),
+                result=result,
+            ) from None
         except BaseException:
             terminate_tree(proc, grace, marker)
             raise
@@ -354,8 +444,15 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         out, err = _read_rank_logs(log_dir, nproc_per_node)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
-    result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output or "",
-                          time.perf_counter() - start, leftover)
+    result = LaunchResult(
+        tuple(cmd),
+        proc.returncode,
+        out,
+        err,
+        launcher_output or "",
+        time.perf_counter() - start,
+        leftover,
+    )
     if proc.returncode != 0:
         m = _ROOT_CAUSE.search(result.launcher_output)
         rank = int(m.group(1)) if m else None
@@ -365,9 +462,17 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         else:
             error_text = _tail(result.launcher_output)
         where = f"rank {rank}" if rank is not None else "a worker"
-        code = (f"exit code {exitcode}" if exitcode is not None
-                else f"launcher exit code {proc.returncode}")
-        raise WorkerFailedError(f"{where} failed ({code}); its stderr ends with:\n{error_text}",
-                                rank=rank, exitcode=exitcode, returncode=proc.returncode,
-                                error_text=error_text, result=result)
+        code = (
+            f"exit code {exitcode}"
+            if exitcode is not None
+            else f"launcher exit code {proc.returncode}"
+        )
+        raise WorkerFailedError(
+            f"{where} failed ({code}); its stderr ends with:\n{error_text}",
+            rank=rank,
+            exitcode=exitcode,
+            returncode=proc.returncode,
+            error_text=error_text,
+            result=result,
+        )
     return result

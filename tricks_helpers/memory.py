@@ -27,8 +27,9 @@ the call and removed on exit, even when ``fn`` raises.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -41,10 +42,22 @@ from tricks_helpers.peak_memory import (
     peak_cuda_bytes,
 )
 
-__all__ = ["saved_activation_bytes", "SavedTensorsReport", "saved_tensors_report",
-           "peak_cuda_bytes", "CpuMemoryReport", "cpu_memory_report", "peak_cpu_bytes",
-           "grad_bytes", "tensor_bytes", "optimizer_state_bytes", "TrainingStateBytes",
-           "training_state_bytes", "fmt_bytes", "state_dict_bytes"]
+__all__ = [
+    "saved_activation_bytes",
+    "SavedTensorsReport",
+    "saved_tensors_report",
+    "peak_cuda_bytes",
+    "CpuMemoryReport",
+    "cpu_memory_report",
+    "peak_cpu_bytes",
+    "grad_bytes",
+    "tensor_bytes",
+    "optimizer_state_bytes",
+    "TrainingStateBytes",
+    "training_state_bytes",
+    "fmt_bytes",
+    "state_dict_bytes",
+]
 
 
 def _is_fake(t: torch.Tensor) -> bool:
@@ -94,12 +107,15 @@ class SavedTensorsReport:
         self.result = result
 
     def __repr__(self) -> str:
-        return (f"SavedTensorsReport(bytes={self.bytes}, tensors={self.tensors}, "
-                f"storages={self.storages}, ignored_bytes={self.ignored_bytes})")
+        return (
+            f"SavedTensorsReport(bytes={self.bytes}, tensors={self.tensors}, "
+            f"storages={self.storages}, ignored_bytes={self.ignored_bytes})"
+        )
 
 
-def saved_tensors_report(fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (),
-                         **kwargs: Any) -> SavedTensorsReport:
+def saved_tensors_report(
+    fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (), **kwargs: Any
+) -> SavedTensorsReport:
     """Run ``fn(*args, **kwargs)`` and report every tensor autograd saved for backward.
 
     Args:
@@ -147,8 +163,9 @@ def saved_tensors_report(fn: Callable[..., Any], *args: Any, ignore: Iterable[to
     return SavedTensorsReport(sum(seen.values()), count, len(seen), sum(ignored.values()), result)
 
 
-def saved_activation_bytes(fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (),
-                           **kwargs: Any) -> int:
+def saved_activation_bytes(
+    fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (), **kwargs: Any
+) -> int:
     """Bytes of the tensors autograd saves for backward while ``fn(*args, **kwargs)`` runs.
 
     Counted exactly with :func:`torch.autograd.graph.saved_tensors_hooks`: every tensor an op
@@ -262,8 +279,9 @@ class TrainingStateBytes:
         return self.total / self.numel if self.numel else 0.0
 
 
-def training_state_bytes(model: nn.Module, optimizer: torch.optim.Optimizer | None = None
-                         ) -> TrainingStateBytes:
+def training_state_bytes(
+    model: nn.Module, optimizer: torch.optim.Optimizer | None = None
+) -> TrainingStateBytes:
     """Parameters + gradients + optimizer state of a model, in bytes (chapter 05).
 
     Counted from the real tensors (``model.parameters()``, their ``.grad``, and the
@@ -278,9 +296,11 @@ def training_state_bytes(model: nn.Module, optimizer: torch.optim.Optimizer | No
         check_type("training_state_bytes", "optimizer", optimizer, torch.optim.Optimizer)
     params = list(model.parameters())
     return TrainingStateBytes(
-        params=tensor_bytes(params), grads=grad_bytes(model),
+        params=tensor_bytes(params),
+        grads=grad_bytes(model),
         optimizer=optimizer_state_bytes(optimizer) if optimizer is not None else 0,
-        numel=sum(p.numel() for p in params))
+        numel=sum(p.numel() for p in params),
+    )
 
 
 def fmt_bytes(n: int) -> str:
@@ -315,8 +335,10 @@ def state_dict_bytes(obj: nn.Module | Mapping[str, object]) -> int:
     elif isinstance(obj, Mapping):
         state = obj
     else:
-        raise TypeError(f"state_dict_bytes: expected an nn.Module or a state_dict mapping, "
-                        f"got {type(obj).__name__}")
+        raise TypeError(
+            f"state_dict_bytes: expected an nn.Module or a state_dict mapping, "
+            f"got {type(obj).__name__}"
+        )
     buf = io.BytesIO()
     torch.save(state, buf)
     return buf.tell()

@@ -22,7 +22,8 @@ import contextlib
 import logging
 import sys
 import warnings
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from tricks_helpers._checks import check_callable, check_type
 
@@ -114,8 +115,10 @@ def captured_logs(*names: str) -> Iterator[list[logging.LogRecord]]:
     for n in names:
         check_type("captured_logs", "name", n, str)
     if not names or any(not n for n in names):
-        raise ValueError("captured_logs: give one or more non-empty logger names "
-                         "(the root logger is not captured)")
+        raise ValueError(
+            "captured_logs: give one or more non-empty logger names "
+            "(the root logger is not captured)"
+        )
     records: list[logging.LogRecord] = []
     handler = _ListHandler(records)
     saved = []
@@ -132,9 +135,15 @@ def captured_logs(*names: str) -> Iterator[list[logging.LogRecord]]:
             logger.propagate = propagate
 
 
-def show_error(fn: Callable[[], Any], expected: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-               *, label: str = "", first_sentence: bool = False, width: int | None = None,
-               stream=None) -> BaseException:
+def show_error(
+    fn: Callable[[], Any],
+    expected: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    *,
+    label: str = "",
+    first_sentence: bool = False,
+    width: int | None = None,
+    stream=None,
+) -> BaseException:
     """Call ``fn``, which must raise ``expected``, and print the error as one stable line.
 
     The line is ``[label: ]<ExceptionType>: <first line of the message>``, optionally cut at
@@ -171,6 +180,12 @@ def show_error(fn: Callable[[], Any], expected: type[BaseException] | tuple[type
         prefix = f"{label}: " if label else ""
         print(f"{prefix}{type(exc).__name__}: {message}", file=out)
         return exc
-    names = expected.__name__ if isinstance(expected, type) else " or ".join(e.__name__ for e in expected)
-    raise AssertionError(f"show_error: expected {names}{f' ({label})' if label else ''}, "
-                         f"but the call returned normally")
+    names = (
+        expected.__name__
+        if isinstance(expected, type)
+        else " or ".join(e.__name__ for e in expected)
+    )
+    raise AssertionError(
+        f"show_error: expected {names}{f' ({label})' if label else ''}, "
+        f"but the call returned normally"
+    )

@@ -33,9 +33,12 @@ from tricks_helpers._checks import check_callable
 __all__ = ["peak_cuda_bytes", "CpuMemoryReport", "cpu_memory_report", "peak_cpu_bytes"]
 
 
-def peak_cuda_bytes(fn: Callable[..., Any], *args: Any,
-                    device: int | str | torch.device | None = None,
-                    **kwargs: Any) -> int | None:
+def peak_cuda_bytes(
+    fn: Callable[..., Any],
+    *args: Any,
+    device: int | str | torch.device | None = None,
+    **kwargs: Any,
+) -> int | None:
     """Peak CUDA memory allocated while ``fn(*args, **kwargs)`` runs, above the level before it.
 
     Resets the allocator's peak statistic (``torch.cuda.reset_peak_memory_stats``), runs
@@ -95,7 +98,8 @@ class CpuMemoryReport:
 # allocated before profiling started was freed (its size was never recorded).
 _BACKEND_LINES = re.compile(
     r"^(?:USDT|STAGE):\S* .*\.cpp:\d+\]|"
-    r"Memory block of unknown size was allocated before the profiling started")
+    r"Memory block of unknown size was allocated before the profiling started"
+)
 
 
 @contextlib.contextmanager
@@ -167,11 +171,13 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     """
     check_callable("cpu_memory_report", "fn", fn)
     from torch.profiler import ProfilerActivity, profile
+
     try:
         from torch._C._profiler import _EventType
     except ImportError as err:  # pragma: no cover - depends on the torch version
-        raise RuntimeError("cpu_memory_report: this torch's profiler exposes no allocation "
-                           "events") from err
+        raise RuntimeError(
+            "cpu_memory_report: this torch's profiler exposes no allocation events"
+        ) from err
     gc.collect()
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -192,8 +198,9 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     try:
         roots = list(prof.profiler.kineto_results.experimental_event_tree())
     except AttributeError as err:  # pragma: no cover - depends on the torch version
-        raise RuntimeError("cpu_memory_report: this torch's profiler exposes no event "
-                           "tree") from err
+        raise RuntimeError(
+            "cpu_memory_report: this torch's profiler exposes no event tree"
+        ) from err
     entry = exit_plus_marker = None
     totals, allocations = [], 0
     while roots:
@@ -215,8 +222,12 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     # Every other event lies between the markers: the start marker is the first thing
     # allocated under the profiler and the end marker the last.
     peak = max(totals, default=entry) - entry
-    return CpuMemoryReport(peak=max(peak, 0), retained=exit_plus_marker - 2 - entry,
-                           allocations=allocations, result=result)
+    return CpuMemoryReport(
+        peak=max(peak, 0),
+        retained=exit_plus_marker - 2 - entry,
+        allocations=allocations,
+        result=result,
+    )
 
 
 def peak_cpu_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:

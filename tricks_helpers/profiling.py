@@ -33,9 +33,19 @@ from typing import Any
 
 from tricks_helpers._checks import check_bool, check_choice, check_int, check_type
 
-__all__ = ["OpStat", "FuncStat", "TraceSpan", "op_stats", "top_ops", "range_stats",
-           "largest_range", "range_durations", "cprofile_stats", "trace_event_counts",
-           "trace_spans"]
+__all__ = [
+    "OpStat",
+    "FuncStat",
+    "TraceSpan",
+    "op_stats",
+    "top_ops",
+    "range_stats",
+    "largest_range",
+    "range_durations",
+    "cprofile_stats",
+    "trace_event_counts",
+    "trace_spans",
+]
 
 _SORT_KEYS = ("self_cpu_us", "cpu_total_us", "calls", "self_cpu_memory_bytes", "self_device_us")
 
@@ -66,14 +76,16 @@ class OpStat:
 
 def _key_averages(source: Any) -> Iterable[Any]:
     from torch.autograd.profiler_util import EventList, FunctionEventAvg
+
     if isinstance(source, EventList):
         if all(isinstance(e, FunctionEventAvg) for e in source):
-            return source                      # already key_averages()
-        return source.key_averages()           # raw events()
-    if hasattr(source, "key_averages"):        # a profiler object
+            return source  # already key_averages()
+        return source.key_averages()  # raw events()
+    if hasattr(source, "key_averages"):  # a profiler object
         return source.key_averages()
-    raise TypeError("expected a torch.profiler.profile or its key_averages(), got "
-                    f"{type(source).__name__}")
+    raise TypeError(
+        f"expected a torch.profiler.profile or its key_averages(), got {type(source).__name__}"
+    )
 
 
 def op_stats(source: Any) -> list[OpStat]:
@@ -88,17 +100,23 @@ def op_stats(source: Any) -> list[OpStat]:
     """
     rows = []
     for e in _key_averages(source):
-        rows.append(OpStat(
-            name=e.key, calls=int(e.count), self_cpu_us=float(e.self_cpu_time_total),
-            cpu_total_us=float(e.cpu_time_total),
-            self_cpu_memory_bytes=int(getattr(e, "self_cpu_memory_usage", 0) or 0),
-            self_device_us=float(getattr(e, "self_device_time_total", 0) or 0),
-            is_range=bool(getattr(e, "is_user_annotation", False))))
+        rows.append(
+            OpStat(
+                name=e.key,
+                calls=int(e.count),
+                self_cpu_us=float(e.self_cpu_time_total),
+                cpu_total_us=float(e.cpu_time_total),
+                self_cpu_memory_bytes=int(getattr(e, "self_cpu_memory_usage", 0) or 0),
+                self_device_us=float(getattr(e, "self_device_time_total", 0) or 0),
+                is_range=bool(getattr(e, "is_user_annotation", False)),
+            )
+        )
     return rows
 
 
-def top_ops(source: Any, n: int = 5, by: str = "self_cpu_us", *,
-            include_ranges: bool = False) -> list[OpStat]:
+def top_ops(
+    source: Any, n: int = 5, by: str = "self_cpu_us", *, include_ranges: bool = False
+) -> list[OpStat]:
     """The ``n`` rows with the largest ``by``, largest first (ties: by name, for stability).
 
     Args:
@@ -122,8 +140,9 @@ def top_ops(source: Any, n: int = 5, by: str = "self_cpu_us", *,
 
 def _check_names(where: str, names: Any) -> None:
     if isinstance(names, (str, bytes)):
-        raise TypeError(f"{where}: names must be a sequence of range names such as "
-                        f"[{names!r}], not one string")
+        raise TypeError(
+            f"{where}: names must be a sequence of range names such as [{names!r}], not one string"
+        )
     check_type(where, "names", names, Sequence)
     if not names:
         raise ValueError(f"{where}: names must be a non-empty sequence of range names")
@@ -144,8 +163,9 @@ def range_stats(source: Any, names: Sequence[str]) -> dict[str, OpStat]:
     missing = [n for n in names if n not in rows]
     if missing:
         recorded = sorted(r.name for r in rows.values() if r.is_range)
-        raise ValueError(f"range_stats: range(s) {missing} not in the profile; recorded "
-                         f"ranges: {recorded}")
+        raise ValueError(
+            f"range_stats: range(s) {missing} not in the profile; recorded ranges: {recorded}"
+        )
     return {n: rows[n] for n in names}
 
 
@@ -181,11 +201,14 @@ def range_durations(source: Any, names: Sequence[str]) -> dict[str, list[float]]
         ValueError: ``names`` is empty or a range was not recorded.
     """
     from torch.autograd.profiler_util import EventList, FunctionEventAvg
+
     _check_names("range_durations", names)
     events = source.events() if hasattr(source, "events") and callable(source.events) else source
     if not isinstance(events, EventList) or any(isinstance(e, FunctionEventAvg) for e in events):
-        raise TypeError("range_durations: expected a torch.profiler.profile or its events(), got "
-                        f"{type(source).__name__} (key_averages() has totals only)")
+        raise TypeError(
+            "range_durations: expected a torch.profiler.profile or its events(), got "
+            f"{type(source).__name__} (key_averages() has totals only)"
+        )
     found: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     for e in events:
         if e.name in found:
@@ -228,8 +251,9 @@ def _where(filename: str, line: int) -> str:
     return f"{os.path.basename(filename)}:{line}"
 
 
-def cprofile_stats(source: cProfile.Profile | pstats.Stats,
-                   sort: str = "tottime") -> list[FuncStat]:
+def cprofile_stats(
+    source: cProfile.Profile | pstats.Stats, sort: str = "tottime"
+) -> list[FuncStat]:
     """Every function of a cProfile run as :class:`FuncStat`, largest ``sort`` first.
 
     Args:
@@ -246,16 +270,26 @@ def cprofile_stats(source: cProfile.Profile | pstats.Stats,
         try:
             source = pstats.Stats(source)
         except TypeError:
-            raise ValueError("cprofile_stats: the profile recorded nothing "
-                             "(was it enabled?)") from None
+            raise ValueError(
+                "cprofile_stats: the profile recorded nothing (was it enabled?)"
+            ) from None
     if not isinstance(source, pstats.Stats):
-        raise TypeError(f"cprofile_stats: expected cProfile.Profile or pstats.Stats, got "
-                        f"{type(source).__name__}")
+        raise TypeError(
+            f"cprofile_stats: expected cProfile.Profile or pstats.Stats, got "
+            f"{type(source).__name__}"
+        )
     rows = []
     for (filename, line, func), (_, calls, tt, ct, callers) in source.stats.items():
-        rows.append(FuncStat(name=func, where=_where(filename, line), calls=int(calls),
-                             tottime=float(tt), cumtime=float(ct),
-                             callers=tuple(sorted({c[2] for c in callers}))))
+        rows.append(
+            FuncStat(
+                name=func,
+                where=_where(filename, line),
+                calls=int(calls),
+                tottime=float(tt),
+                cumtime=float(ct),
+                callers=tuple(sorted({c[2] for c in callers})),
+            )
+        )
     if not rows:
         raise ValueError("cprofile_stats: the profile recorded nothing (was it enabled?)")
     return sorted(rows, key=lambda r: (-getattr(r, sort), r.name, r.where))
@@ -266,7 +300,7 @@ def _trace_events(where: str, path: Any) -> list[Any]:
     check_type(where, "path", path, (str, os.PathLike))
     path = Path(path)
     raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":   # gzip magic: export_chrome_trace("....json.gz") writes this
+    if raw[:2] == b"\x1f\x8b":  # gzip magic: export_chrome_trace("....json.gz") writes this
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
@@ -274,16 +308,20 @@ def _trace_events(where: str, path: Any) -> list[Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"{where}: {path.name} is not a UTF-8 JSON file nor gzip-compressed "
-                         f"JSON; is it a Chrome trace from export_chrome_trace?") from None
+        raise ValueError(
+            f"{where}: {path.name} is not a UTF-8 JSON file nor gzip-compressed "
+            f"JSON; is it a Chrome trace from export_chrome_trace?"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{where}: {path.name} is not JSON ({exc.msg})") from None
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
-        raise ValueError(f"{where}: {path.name} has no 'traceEvents' list; "
-                         "is it a Chrome trace from export_chrome_trace?")
+        raise ValueError(
+            f"{where}: {path.name} has no 'traceEvents' list; "
+            "is it a Chrome trace from export_chrome_trace?"
+        )
     return events
 
 
@@ -292,8 +330,9 @@ def _check_category(where: str, category: Any) -> None:
         check_type(where, "category", category, str)
 
 
-def trace_event_counts(path: str | os.PathLike,
-                       category: str | None = "user_annotation") -> Counter:
+def trace_event_counts(
+    path: str | os.PathLike, category: str | None = "user_annotation"
+) -> Counter:
     """Count the events of a Chrome trace file by name (e.g. one ``data`` event per step).
 
     Args:
@@ -309,9 +348,11 @@ def trace_event_counts(path: str | os.PathLike,
     """
     _check_category("trace_event_counts", category)
     events = _trace_events("trace_event_counts", path)
-    return Counter(e["name"] for e in events
-                   if isinstance(e, dict) and "name" in e
-                   and (category is None or e.get("cat") == category))
+    return Counter(
+        e["name"]
+        for e in events
+        if isinstance(e, dict) and "name" in e and (category is None or e.get("cat") == category)
+    )
 
 
 @dataclass(frozen=True)
@@ -336,8 +377,11 @@ class TraceSpan:
     category: str
 
 
-def trace_spans(path: str | os.PathLike, names: Sequence[str] | None = None,
-                category: str | None = "user_annotation") -> list[TraceSpan]:
+def trace_spans(
+    path: str | os.PathLike,
+    names: Sequence[str] | None = None,
+    category: str | None = "user_annotation",
+) -> list[TraceSpan]:
     """The complete events of a Chrome trace as a timeline, in time order.
 
     Times are measurements (they change from run to run); names, counts and the order of
@@ -362,21 +406,34 @@ def trace_spans(path: str | os.PathLike, names: Sequence[str] | None = None,
     _check_category("trace_spans", category)
     if names is not None:
         _check_names("trace_spans", names)
-    events = [e for e in _trace_events("trace_spans", path)
-              if isinstance(e, dict) and e.get("ph") == "X" and "name" in e
-              and isinstance(e.get("ts"), (int, float))
-              and (category is None or e.get("cat") == category)]
+    events = [
+        e
+        for e in _trace_events("trace_spans", path)
+        if isinstance(e, dict)
+        and e.get("ph") == "X"
+        and "name" in e
+        and isinstance(e.get("ts"), (int, float))
+        and (category is None or e.get("cat") == category)
+    ]
     if not events:
         return []
     origin = min(float(e["ts"]) for e in events)
     if names is not None:
         missing = sorted(set(names) - {e["name"] for e in events})
         if missing:
-            raise ValueError(f"trace_spans: no events named {missing} in "
-                             f"{Path(path).name} (category {category!r})")
+            raise ValueError(
+                f"trace_spans: no events named {missing} in "
+                f"{Path(path).name} (category {category!r})"
+            )
         events = [e for e in events if e["name"] in set(names)]
-    spans = [TraceSpan(name=str(e["name"]), start_us=float(e["ts"]) - origin,
-                       duration_us=float(e.get("dur", 0.0)), thread=str(e.get("tid", "")),
-                       category=str(e.get("cat", "")))
-             for e in events]
+    spans = [
+        TraceSpan(
+            name=str(e["name"]),
+            start_us=float(e["ts"]) - origin,
+            duration_us=float(e.get("dur", 0.0)),
+            thread=str(e.get("tid", "")),
+            category=str(e.get("cat", "")),
+        )
+        for e in events
+    ]
     return sorted(spans, key=lambda sp: (sp.start_us, -sp.duration_us, sp.name))

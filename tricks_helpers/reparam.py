@@ -47,23 +47,36 @@ class RepVGGBlock(nn.Module):
         ValueError: on sizes < 1 or channels not divisible by ``groups``.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, stride: int = 1, groups: int = 1,
-                 act: nn.Module | None = None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        stride: int = 1,
+        groups: int = 1,
+        act: nn.Module | None = None,
+    ) -> None:
         super().__init__()
-        for name, v in (("in_channels", in_channels), ("out_channels", out_channels),
-                        ("stride", stride), ("groups", groups)):
+        for name, v in (
+            ("in_channels", in_channels),
+            ("out_channels", out_channels),
+            ("stride", stride),
+            ("groups", groups),
+        ):
             check_int("RepVGGBlock", name, v, minimum=1)
         if act is not None:
             check_type("RepVGGBlock", "act", act, nn.Module)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"RepVGGBlock: in_channels={in_channels} and out_channels="
-                             f"{out_channels} must both be divisible by groups={groups}")
+            raise ValueError(
+                f"RepVGGBlock: in_channels={in_channels} and out_channels="
+                f"{out_channels} must both be divisible by groups={groups}"
+            )
         self.conv3 = nn.Conv2d(in_channels, out_channels, 3, stride, 1, groups=groups, bias=False)
         self.bn3 = nn.BatchNorm2d(out_channels)
         self.conv1 = nn.Conv2d(in_channels, out_channels, 1, stride, 0, groups=groups, bias=False)
         self.bn1 = nn.BatchNorm2d(out_channels)
-        self.bn_id = (nn.BatchNorm2d(in_channels)
-                      if in_channels == out_channels and stride == 1 else None)
+        self.bn_id = (
+            nn.BatchNorm2d(in_channels) if in_channels == out_channels and stride == 1 else None
+        )
         self.act = nn.ReLU() if act is None else act
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -73,9 +86,13 @@ class RepVGGBlock(nn.Module):
         return self.act(y)
 
 
-def identity_kernel(channels: int, groups: int = 1, kernel_size: int = 3,
-                    dtype: torch.dtype = torch.float32,
-                    device: torch.device | str | None = None) -> torch.Tensor:
+def identity_kernel(
+    channels: int,
+    groups: int = 1,
+    kernel_size: int = 3,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
     """The conv kernel (``channels, channels/groups, k, k``) whose conv is the identity map.
 
     Channel ``i`` sits at position ``i % (channels / groups)`` inside its group.
@@ -89,11 +106,13 @@ def identity_kernel(channels: int, groups: int = 1, kernel_size: int = 3,
     check_int("identity_kernel", "groups", groups, minimum=1)
     check_int("identity_kernel", "kernel_size", kernel_size, minimum=1)
     if kernel_size % 2 == 0:
-        raise ValueError(f"identity_kernel: kernel_size must be odd and positive, "
-                         f"got {kernel_size}")
+        raise ValueError(
+            f"identity_kernel: kernel_size must be odd and positive, got {kernel_size}"
+        )
     if channels % groups:
-        raise ValueError(f"identity_kernel: channels={channels} must be a positive multiple "
-                         f"of groups={groups}")
+        raise ValueError(
+            f"identity_kernel: channels={channels} must be a positive multiple of groups={groups}"
+        )
     per_group = channels // groups
     k = torch.zeros(channels, per_group, kernel_size, kernel_size, dtype=dtype, device=device)
     c = kernel_size // 2
@@ -127,16 +146,21 @@ def collapse_repvgg(block: RepVGGBlock) -> nn.Sequential:
     if not isinstance(block, RepVGGBlock):
         raise TypeError(f"collapse_repvgg: expected a RepVGGBlock, got {type(block).__name__}")
     if any(m.training for m in block.modules()):
-        raise ValueError("collapse_repvgg: block must be in eval mode (call .eval()); in "
-                         "training mode its BatchNorms use batch statistics")
+        raise ValueError(
+            "collapse_repvgg: block must be in eval mode (call .eval()); in "
+            "training mode its BatchNorms use batch statistics"
+        )
     hooked = [name or "<block>" for name, m in block.named_modules() if _hooks(m)]
     if hooked:
-        raise ValueError(f"collapse_repvgg: {', '.join(hooked)} carries hooks that the "
-                         f"collapsed conv cannot run at the same place; remove them first")
+        raise ValueError(
+            f"collapse_repvgg: {', '.join(hooked)} carries hooks that the "
+            f"collapsed conv cannot run at the same place; remove them first"
+        )
     bns = [block.bn3, block.bn1] + ([block.bn_id] if block.bn_id is not None else [])
     if any(not bn.track_running_stats or bn.running_mean is None for bn in bns):
-        raise ValueError("collapse_repvgg: every BatchNorm needs running statistics "
-                         "(track_running_stats=True)")
+        raise ValueError(
+            "collapse_repvgg: every BatchNorm needs running statistics (track_running_stats=True)"
+        )
     c3 = block.conv3
     w3, b3 = fuse_conv_bn_weights(c3.weight, c3.bias, *_bn_args(block.bn3))
     w1, b1 = fuse_conv_bn_weights(block.conv1.weight, block.conv1.bias, *_bn_args(block.bn1))
@@ -147,8 +171,17 @@ def collapse_repvgg(block: RepVGGBlock) -> nn.Sequential:
         w_id, b_id = fuse_conv_bn_weights(k_id, None, *_bn_args(block.bn_id))
         weight = weight + w_id
         bias = bias + b_id
-    conv = nn.Conv2d(c3.in_channels, c3.out_channels, 3, c3.stride, 1, groups=c3.groups,
-                     bias=True, device=c3.weight.device, dtype=c3.weight.dtype)
+    conv = nn.Conv2d(
+        c3.in_channels,
+        c3.out_channels,
+        3,
+        c3.stride,
+        1,
+        groups=c3.groups,
+        bias=True,
+        device=c3.weight.device,
+        dtype=c3.weight.dtype,
+    )
     with torch.no_grad():
         conv.weight.copy_(weight)
         conv.bias.copy_(bias)

@@ -66,7 +66,8 @@ class BasicBlock(nn.Module):
         if stride != 1 or in_channels != out_channels:
             self.downsample = nn.Sequential(
                 nn.Conv2d(in_channels, out_channels, 1, stride, bias=False),
-                nn.BatchNorm2d(out_channels))
+                nn.BatchNorm2d(out_channels),
+            )
         self.stride = stride
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -93,13 +94,18 @@ class ResNet(nn.Module):
         ValueError: on a ``layers`` that is not four integers >= 1, or ``num_classes`` < 1.
     """
 
-    def __init__(self, layers: tuple[int, int, int, int] = (2, 2, 2, 2), num_classes: int = 1000,
-                 zero_init_residual: bool = False) -> None:
+    def __init__(
+        self,
+        layers: tuple[int, int, int, int] = (2, 2, 2, 2),
+        num_classes: int = 1000,
+        zero_init_residual: bool = False,
+    ) -> None:
         super().__init__()
         check_type("ResNet", "layers", layers, (tuple, list))
         if len(layers) != 4:
-            raise ValueError(f"ResNet: layers must have 4 entries (blocks per stage), got "
-                             f"{len(layers)}")
+            raise ValueError(
+                f"ResNet: layers must have 4 entries (blocks per stage), got {len(layers)}"
+            )
         for i, n in enumerate(layers):
             check_int("ResNet", f"layers[{i}]", n, minimum=1)
         check_int("ResNet", "num_classes", num_classes, minimum=1)
@@ -134,8 +140,7 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def resnet18(num_classes: int = 1000, *, seed: int = 0,
-             zero_init_residual: bool = False) -> ResNet:
+def resnet18(num_classes: int = 1000, *, seed: int = 0, zero_init_residual: bool = False) -> ResNet:
     """ResNet-18, shaped like ``torchvision.models.resnet18(num_classes=...)``, seeded.
 
     Args:

@@ -44,8 +44,9 @@ import random
 import types
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,8 +55,16 @@ from torch.utils.data import get_worker_info
 from tricks_helpers._checks import check_int, check_type
 
 __all__ = [
-    "seed_everything", "seed_worker", "worker_seeding", "WorkerSeeding", "reseed_rng_objects",
-    "find_rng_objects", "RNGWalk", "derive_seed", "DuplicateReport", "find_duplicate_samples",
+    "seed_everything",
+    "seed_worker",
+    "worker_seeding",
+    "WorkerSeeding",
+    "reseed_rng_objects",
+    "find_rng_objects",
+    "RNGWalk",
+    "derive_seed",
+    "DuplicateReport",
+    "find_duplicate_samples",
     "fingerprint",
 ]
 
@@ -108,7 +117,7 @@ def derive_seed(base_seed: int, tag: str) -> int:
     check_type("derive_seed", "tag", tag, str)
     words = [base_seed & _MASK32, (base_seed >> 32) & _MASK32, base_seed >> 64]
     digest = hashlib.blake2b(tag.encode("utf-8"), digest_size=16).digest()
-    words += [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
+    words += [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
     state = np.random.SeedSequence(words).generate_state(2, dtype=np.uint32)
     return int(state[0]) | (int(state[1]) << 32)
 
@@ -116,18 +125,67 @@ def derive_seed(base_seed: int, tag: str) -> int:
 # --------------------------------------------------------------------------- the walk
 
 #: Exact types that never hold an RNG: skipped with one set lookup (the hot path).
-_PLAIN = frozenset({str, bytes, bytearray, int, float, complex, bool, type(None), range, slice,
-                    np.float64, np.float32, np.int64, np.int32, np.bool_, np.str_,
-                    pathlib.PosixPath, pathlib.WindowsPath, pathlib.PurePosixPath,
-                    pathlib.PureWindowsPath})
+_PLAIN = frozenset(
+    {
+        str,
+        bytes,
+        bytearray,
+        int,
+        float,
+        complex,
+        bool,
+        type(None),
+        range,
+        slice,
+        np.float64,
+        np.float32,
+        np.int64,
+        np.int32,
+        np.bool_,
+        np.str_,
+        pathlib.PosixPath,
+        pathlib.WindowsPath,
+        pathlib.PurePosixPath,
+        pathlib.PureWindowsPath,
+    }
+)
 #: Base classes of plain data: not entered (numpy arrays are entered only with dtype object).
-_LEAF = (str, bytes, bytearray, numbers.Number, range, slice, memoryview, torch.Tensor,
-         np.generic, np.random.SeedSequence, torch.dtype, torch.device, pathlib.PurePath,
-         datetime.date, datetime.time, datetime.timedelta, datetime.tzinfo, decimal.Decimal,
-         uuid.UUID, enum.Enum, random.SystemRandom)
+_LEAF = (
+    str,
+    bytes,
+    bytearray,
+    numbers.Number,
+    range,
+    slice,
+    memoryview,
+    torch.Tensor,
+    np.generic,
+    np.random.SeedSequence,
+    torch.dtype,
+    torch.device,
+    pathlib.PurePath,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    datetime.tzinfo,
+    decimal.Decimal,
+    uuid.UUID,
+    enum.Enum,
+    random.SystemRandom,
+)
 #: Not entered at all: what they reach is code and module state, not the dataset's data.
-_OPAQUE = (types.ModuleType, type, types.CodeType, types.FrameType, types.GeneratorType,
-           types.CoroutineType, types.AsyncGeneratorType, property, staticmethod, classmethod)
+_OPAQUE = (
+    types.ModuleType,
+    type,
+    types.CodeType,
+    types.FrameType,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+    property,
+    staticmethod,
+    classmethod,
+)
 
 _ROOT, _ATTR, _KEY, _INDEX, _SET, _FLAT = range(6)
 
@@ -150,9 +208,9 @@ def _all_plain(values: list) -> bool:
 
 
 def _is_rng(x: Any) -> bool:
-    return isinstance(x, (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
-                          torch.Generator)) or \
-        (isinstance(x, random.Random) and not isinstance(x, random.SystemRandom))
+    return isinstance(
+        x, (np.random.Generator, np.random.RandomState, np.random.BitGenerator, torch.Generator)
+    ) or (isinstance(x, random.Random) and not isinstance(x, random.SystemRandom))
 
 
 def _reseed_one(rng: Any, seed: int) -> None:
@@ -174,8 +232,11 @@ def _state_key(rng: Any) -> str:
     elif isinstance(rng, random.Random):
         raw = repr(rng.getstate()).encode()
     else:
-        bg = rng if isinstance(rng, np.random.BitGenerator) else \
-            getattr(rng, "bit_generator", None) or rng._bit_generator
+        bg = (
+            rng
+            if isinstance(rng, np.random.BitGenerator)
+            else getattr(rng, "bit_generator", None) or rng._bit_generator
+        )
         raw = repr(bg.state).encode()
     return hashlib.blake2b(raw, digest_size=8).hexdigest()
 
@@ -201,8 +262,13 @@ def _slots(obj: Any) -> list[tuple[str, str]]:
 def _children(obj: Any, entry: tuple) -> tuple[list[tuple], int]:
     """The entries of ``obj``'s children that may hold an RNG, and how many were plain."""
     if isinstance(obj, (list, tuple, deque, set, frozenset, dict, np.ndarray)):
-        values = list(obj.values() if isinstance(obj, dict) else
-                      obj.ravel() if isinstance(obj, np.ndarray) else obj)
+        values = list(
+            obj.values()
+            if isinstance(obj, dict)
+            else obj.ravel()
+            if isinstance(obj, np.ndarray)
+            else obj
+        )
         if _all_plain(values):
             return [], len(values)
         if isinstance(obj, dict):
@@ -211,8 +277,9 @@ def _children(obj: Any, entry: tuple) -> tuple[list[tuple], int]:
             rest = sorted((v for v in values if not _plain(v)), key=_set_order)
             kids = [(v, entry, _SET, i) for i, v in enumerate(rest)]
         elif isinstance(obj, np.ndarray):  # object dtype only (see _walk)
-            kids = [(v, entry, _FLAT, (i, obj.shape)) for i, v in enumerate(values)
-                    if not _plain(v)]
+            kids = [
+                (v, entry, _FLAT, (i, obj.shape)) for i, v in enumerate(values) if not _plain(v)
+            ]
         else:
             kids = [(v, entry, _INDEX, i) for i, v in enumerate(values) if not _plain(v)]
         return kids, len(values) - len(kids)
@@ -301,13 +368,17 @@ def _walk(obj: Any, root: str, visit: Callable[[Any, str], None] | None) -> RNGW
             found.append(path)
             if visit is not None:
                 visit(current, path)
-            inner = getattr(current, "bit_generator", None) or getattr(current, "_bit_generator",
-                                                                       None)
+            inner = getattr(current, "bit_generator", None) or getattr(
+                current, "_bit_generator", None
+            )
             if inner is not None:
                 seen[id(inner)] = inner  # the same bit generator reached directly: reseeded once
             continue
-        if isinstance(current, _LEAF) or isinstance(current, _OPAQUE) or \
-                (isinstance(current, np.ndarray) and not current.dtype.hasobject):
+        if (
+            isinstance(current, _LEAF)
+            or isinstance(current, _OPAQUE)
+            or (isinstance(current, np.ndarray) and not current.dtype.hasobject)
+        ):
             skipped += 1
             continue
         kids, plain = _children(current, entry)
@@ -412,9 +483,11 @@ def seed_worker(worker_id: int) -> None:
     worker_id = check_int("seed_worker", "worker_id", worker_id, minimum=0)
     info = get_worker_info()
     if info is None:
-        raise RuntimeError("seed_worker must run inside a DataLoader worker: pass it as "
-                           "DataLoader(..., num_workers>0, worker_init_fn=seed_worker); "
-                           "in the main process use seed_everything or reseed_rng_objects")
+        raise RuntimeError(
+            "seed_worker must run inside a DataLoader worker: pass it as "
+            "DataLoader(..., num_workers>0, worker_init_fn=seed_worker); "
+            "in the main process use seed_everything or reseed_rng_objects"
+        )
     if worker_id != info.id:
         raise ValueError(f"seed_worker: worker_id {worker_id!r} is not this worker's id {info.id}")
     seed = info.seed
@@ -425,5 +498,4 @@ def seed_worker(worker_id: int) -> None:
     _worker_record = WorkerSeeding(worker_id=worker_id, seed=seed, reseeded=tuple(paths))
 
 
-from tricks_helpers.seeding_audit import (DuplicateReport, find_duplicate_samples,  # noqa: E402
-                                          fingerprint)
+from tricks_helpers.seeding_audit import DuplicateReport, find_duplicate_samples, fingerprint  # noqa: E402

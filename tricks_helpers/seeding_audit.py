@@ -14,8 +14,9 @@ import hashlib
 import itertools
 import pickle
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,9 +45,11 @@ def fingerprint(sample: Any) -> str:
 
 def _feed_tensor(h: Any, x: torch.Tensor) -> None:
     if x.layout != torch.strided or x.is_nested or x.is_mkldnn or x.is_meta:
-        raise TypeError(f"fingerprint: only dense tensors with data can be fingerprinted, got "
-                        f"layout {x.layout}{', nested' if x.is_nested else ''}"
-                        f"{', meta' if x.is_meta else ''}")
+        raise TypeError(
+            f"fingerprint: only dense tensors with data can be fingerprinted, got "
+            f"layout {x.layout}{', nested' if x.is_nested else ''}"
+            f"{', meta' if x.is_meta else ''}"
+        )
     h.update(f"T{x.dtype}{tuple(x.shape)}".encode())
     if x.is_quantized:  # its storage cannot be viewed as bytes: parameters, then integers
         scheme = x.qscheme()
@@ -54,8 +57,9 @@ def _feed_tensor(h: Any, x: torch.Tensor) -> None:
         if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
             _feed(h, (float(x.q_scale()), int(x.q_zero_point())))
         else:
-            _feed(h, (x.q_per_channel_axis(), x.q_per_channel_scales(),
-                      x.q_per_channel_zero_points()))
+            _feed(
+                h, (x.q_per_channel_axis(), x.q_per_channel_scales(), x.q_per_channel_zero_points())
+            )
         x = x.int_repr()
     t = x.detach().resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
     h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
@@ -87,8 +91,7 @@ def _feed(h: Any, x: Any) -> None:
         try:
             raw = pickle.dumps(x, protocol=4)
         except Exception as exc:  # PicklingError, AttributeError, TypeError...
-            raise TypeError(f"fingerprint: cannot fingerprint a {type(x).__name__}: "
-                            f"{exc}") from exc
+            raise TypeError(f"fingerprint: cannot fingerprint a {type(x).__name__}: {exc}") from exc
         h.update(b"P" + raw)
 
 
@@ -134,31 +137,41 @@ class DuplicateReport:
 
     def __str__(self) -> str:
         random_items = self.items_probed - self.items_without_randomness
-        head = (f"{self.items_probed} items probed ({random_items} random, "
-                f"{self.items_without_randomness} without randomness), "
-                f"{self.num_workers} workers x {self.epochs} epochs"
-                f"{', persistent workers' if self.persistent_workers else ''}")
+        head = (
+            f"{self.items_probed} items probed ({random_items} random, "
+            f"{self.items_without_randomness} without randomness), "
+            f"{self.num_workers} workers x {self.epochs} epochs"
+            f"{', persistent workers' if self.persistent_workers else ''}"
+        )
         tail = ""
         if self.seed_worker_calls:
-            tail = (f"; seed_worker ran {self.seed_worker_calls} times, reseeding "
-                    f"{len(self.reseeded)} RNG object(s)")
+            tail = (
+                f"; seed_worker ran {self.seed_worker_calls} times, reseeding "
+                f"{len(self.reseeded)} RNG object(s)"
+            )
         if random_items == 0:
             return f"{head}: no randomness found, nothing to compare{tail}"
         verdict = "clean" if self.clean else "DUPLICATES"
-        return (f"{head}: repeats across workers {self.across_workers}/"
-                f"{self.across_workers_checked}, across epochs {self.across_epochs}/"
-                f"{self.across_epochs_checked} -> {verdict}{tail}")
+        return (
+            f"{head}: repeats across workers {self.across_workers}/"
+            f"{self.across_workers_checked}, across epochs {self.across_epochs}/"
+            f"{self.across_epochs_checked} -> {verdict}{tail}"
+        )
 
 
 def _check_dataset(dataset: Any) -> int:
     if isinstance(dataset, IterableDataset):
-        raise TypeError("find_duplicate_samples: iterable-style datasets are not supported "
-                        "(their workers cannot be asked for the same items)")
+        raise TypeError(
+            "find_duplicate_samples: iterable-style datasets are not supported "
+            "(their workers cannot be asked for the same items)"
+        )
     try:
         n = len(dataset)
     except TypeError as exc:
-        raise TypeError("find_duplicate_samples: dataset must be map-style with __len__, got "
-                        f"{type(dataset).__name__}") from exc
+        raise TypeError(
+            "find_duplicate_samples: dataset must be map-style with __len__, got "
+            f"{type(dataset).__name__}"
+        ) from exc
     if n == 0:
         raise ValueError("find_duplicate_samples: the dataset is empty")
     return n
@@ -207,18 +220,27 @@ def _epochs(loader: DataLoader, epochs: int, timeout: float) -> list[list]:
         if timed_out is not None:
             break
     if timed_out is not None:  # raised outside the except block: no chained traceback
-        raise TimeoutError(f"find_duplicate_samples: no batch from the workers within "
-                           f"{timeout:g} s in epoch {timed_out}; __getitem__ (or the "
-                           f"worker_init_fn) blocks or is very slow. The workers were stopped. "
-                           f"Raise timeout= if the dataset is just slow.")
+        raise TimeoutError(
+            f"find_duplicate_samples: no batch from the workers within "
+            f"{timeout:g} s in epoch {timed_out}; __getitem__ (or the "
+            f"worker_init_fn) blocks or is very slow. The workers were stopped. "
+            f"Raise timeout= if the dataset is just slow."
+        )
     return out
 
 
-def find_duplicate_samples(dataset: Dataset, *, num_workers: int = 2, epochs: int = 2,
-                           worker_init_fn: Callable[[int], None] | None = None,
-                           items: int = 8, repeats: int = 4, persistent_workers: bool = False,
-                           generator: torch.Generator | None = None,
-                           timeout: float = 120.0) -> DuplicateReport:
+def find_duplicate_samples(
+    dataset: Dataset,
+    *,
+    num_workers: int = 2,
+    epochs: int = 2,
+    worker_init_fn: Callable[[int], None] | None = None,
+    items: int = 8,
+    repeats: int = 4,
+    persistent_workers: bool = False,
+    generator: torch.Generator | None = None,
+    timeout: float = 120.0,
+) -> DuplicateReport:
     """Audit a map-style dataset for random outputs that repeat across workers or epochs.
 
     Every worker fetches the same probe items (``items`` indices spread over the dataset),
@@ -264,16 +286,23 @@ def find_duplicate_samples(dataset: Dataset, *, num_workers: int = 2, epochs: in
     check_bool(where, "persistent_workers", persistent_workers)
     if generator is not None:
         check_type(where, "generator", generator, torch.Generator)
-    timeout = check_number(where, "timeout", timeout, minimum=0.0, strict_minimum=True,
-                           maximum=threading.TIMEOUT_MAX)
+    timeout = check_number(
+        where, "timeout", timeout, minimum=0.0, strict_minimum=True, maximum=threading.TIMEOUT_MAX
+    )
     n = _check_dataset(dataset)
 
     probe = sorted({int(i) for i in np.linspace(0, n - 1, min(items, n))})
     batch = probe * repeats
-    loader = DataLoader(dataset, batch_sampler=[batch] * num_workers, num_workers=num_workers,
-                        collate_fn=_collate_fingerprints, worker_init_fn=worker_init_fn,
-                        persistent_workers=persistent_workers, generator=generator,
-                        timeout=timeout)
+    loader = DataLoader(
+        dataset,
+        batch_sampler=[batch] * num_workers,
+        num_workers=num_workers,
+        collate_fn=_collate_fingerprints,
+        worker_init_fn=worker_init_fn,
+        persistent_workers=persistent_workers,
+        generator=generator,
+        timeout=timeout,
+    )
     # streams[epoch][worker][item] = tuple of the item's `repeats` fingerprints
     streams: list[dict[int, dict[int, tuple[str, ...]]]] = []
     records: dict[tuple[int, int], tuple[str, ...]] = {}  # (worker, seed) -> paths reseeded
@@ -281,33 +310,55 @@ def find_duplicate_samples(dataset: Dataset, *, num_workers: int = 2, epochs: in
         per_worker: dict[int, dict[int, tuple[str, ...]]] = {}
         for worker, prints, seeded in batches:
             if worker in per_worker or worker < 0:
-                raise RuntimeError("find_duplicate_samples: the DataLoader did not give one "
-                                   f"probe batch to each worker in epoch {epoch}")
-            per_worker[worker] = {i: tuple(prints[k * len(probe) + j] for k in range(repeats))
-                                  for j, i in enumerate(probe)}
+                raise RuntimeError(
+                    "find_duplicate_samples: the DataLoader did not give one "
+                    f"probe batch to each worker in epoch {epoch}"
+                )
+            per_worker[worker] = {
+                i: tuple(prints[k * len(probe) + j] for k in range(repeats))
+                for j, i in enumerate(probe)
+            }
             if seeded is not None:
                 records[worker, seeded[0]] = seeded[1]
         if sorted(per_worker) != list(range(num_workers)):
-            raise RuntimeError("find_duplicate_samples: the DataLoader did not give one probe "
-                               f"batch to each worker in epoch {epoch}")
+            raise RuntimeError(
+                "find_duplicate_samples: the DataLoader did not give one probe "
+                f"batch to each worker in epoch {epoch}"
+            )
         streams.append(per_worker)
     del loader  # shuts persistent workers down
 
-    random_items = [i for i in probe
-                    if any(len(set(streams[e][w][i])) > 1
-                           for e in range(epochs) for w in range(num_workers))]
+    random_items = [
+        i
+        for i in probe
+        if any(len(set(streams[e][w][i])) > 1 for e in range(epochs) for w in range(num_workers))
+    ]
     worker_pairs = list(itertools.combinations(range(num_workers), 2))
     epoch_pairs = list(itertools.combinations(range(epochs), 2))
-    across_workers = sum(streams[e][a][i] == streams[e][b][i]
-                         for e in range(epochs) for i in random_items for a, b in worker_pairs)
-    across_epochs = sum(streams[e][w][i] == streams[f][w][i]
-                        for w in range(num_workers) for i in random_items for e, f in epoch_pairs)
+    across_workers = sum(
+        streams[e][a][i] == streams[e][b][i]
+        for e in range(epochs)
+        for i in random_items
+        for a, b in worker_pairs
+    )
+    across_epochs = sum(
+        streams[e][w][i] == streams[f][w][i]
+        for w in range(num_workers)
+        for i in random_items
+        for e, f in epoch_pairs
+    )
     reseeded = tuple(dict.fromkeys(p for paths in records.values() for p in paths))
     return DuplicateReport(
-        across_workers=int(across_workers), across_epochs=int(across_epochs),
+        across_workers=int(across_workers),
+        across_epochs=int(across_epochs),
         across_workers_checked=len(random_items) * len(worker_pairs) * epochs,
         across_epochs_checked=len(random_items) * num_workers * len(epoch_pairs),
-        items_probed=len(probe), items_without_randomness=len(probe) - len(random_items),
-        num_workers=num_workers, epochs=epochs, repeats=repeats,
-        persistent_workers=persistent_workers, seed_worker_calls=len(records),
-        reseeded=reseeded)
+        items_probed=len(probe),
+        items_without_randomness=len(probe) - len(random_items),
+        num_workers=num_workers,
+        epochs=epochs,
+        repeats=repeats,
+        persistent_workers=persistent_workers,
+        seed_worker_calls=len(records),
+        reseeded=reseeded,
+    )

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -44,8 +45,15 @@ from tricks_helpers._checks import check_bool, check_callable
 
 __all__ = ["bytes_accessed", "bytes_by_op"]
 
-_ALLOCATION_ONLY = frozenset({"aten.empty", "aten.empty_strided", "aten.empty_like",
-                              "aten.new_empty", "aten.new_empty_strided"})
+_ALLOCATION_ONLY = frozenset(
+    {
+        "aten.empty",
+        "aten.empty_strided",
+        "aten.empty_like",
+        "aten.new_empty",
+        "aten.new_empty_strided",
+    }
+)
 
 
 def _tensor_bytes(values: Any) -> int:
@@ -57,8 +65,9 @@ def _moves_no_data(func: Any) -> bool:
     if str(func.overloadpacket) in _ALLOCATION_ONLY:
         return True
     returns = func._schema.returns
-    return bool(returns) and any(r.alias_info is not None and not r.alias_info.is_write
-                                 for r in returns)
+    return bool(returns) and any(
+        r.alias_info is not None and not r.alias_info.is_write for r in returns
+    )
 
 
 def _op_bytes(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
@@ -95,8 +104,9 @@ class _TrafficCounter(TorchDispatchMode):
         return out
 
 
-def bytes_by_op(fn: Callable[..., Any], *args: Any, grad: bool = False,
-                **kwargs: Any) -> collections.Counter[str]:
+def bytes_by_op(
+    fn: Callable[..., Any], *args: Any, grad: bool = False, **kwargs: Any
+) -> collections.Counter[str]:
     """Bytes read plus bytes written by each ATen operator while ``fn(*args, **kwargs)`` runs.
 
     Keys are operator packets without overload, e.g. ``"aten.convolution"``, ``"aten.relu"``;
@@ -115,7 +125,7 @@ def bytes_by_op(fn: Callable[..., Any], *args: Any, grad: bool = False,
     check_callable("bytes_by_op", "fn", fn)
     check_bool("bytes_by_op", "grad", grad)
     mode = _TrafficCounter()
-    with (contextlib.nullcontext() if grad else torch.no_grad()), mode:
+    with contextlib.nullcontext() if grad else torch.no_grad(), mode:
         fn(*args, **kwargs)
     return mode.bytes
 

@@ -15,13 +15,20 @@ orders on every call; nothing here touches the global random state (weights are 
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from tricks_helpers._checks import (check_bool, check_callable, check_choice, check_int,
-                                    check_number, check_type)
+from tricks_helpers._checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_int,
+    check_number,
+    check_type,
+)
 
 __all__ = ["Digits", "digits", "mlp", "run_steps", "accuracy"]
 
@@ -51,8 +58,9 @@ def digits(*, test_fraction: float = 0.3, images: bool = False, seed: int = 0) -
         TypeError: on wrong-typed arguments.
         ValueError: on a ``test_fraction`` outside ``[0, 1)``.
     """
-    test_fraction = check_number("digits", "test_fraction", test_fraction, minimum=0.0,
-                                 maximum=0.99)
+    test_fraction = check_number(
+        "digits", "test_fraction", test_fraction, minimum=0.0, maximum=0.99
+    )
     check_bool("digits", "images", images)
     seed = check_int("digits", "seed", seed, minimum=0, maximum=2**32 - 1)
     from sklearn.datasets import load_digits
@@ -65,8 +73,9 @@ def digits(*, test_fraction: float = 0.3, images: bool = False, seed: int = 0) -
         X = X.reshape(-1, 1, 8, 8)
     if test_fraction == 0:
         return Digits(X, y, X[:0], y[:0])
-    idx_train, idx_test = train_test_split(torch.arange(len(y)).numpy(), test_size=test_fraction,
-                                           random_state=seed, stratify=y_np)
+    idx_train, idx_test = train_test_split(
+        torch.arange(len(y)).numpy(), test_size=test_fraction, random_state=seed, stratify=y_np
+    )
     idx_train, idx_test = torch.from_numpy(idx_train), torch.from_numpy(idx_test)
     return Digits(X[idx_train], y[idx_train], X[idx_test], y[idx_test])
 
@@ -74,9 +83,18 @@ def digits(*, test_fraction: float = 0.3, images: bool = False, seed: int = 0) -
 _ACTIVATIONS = ("relu", "gelu")
 
 
-def mlp(in_features: int, hidden: int, out_features: int, blocks: int = 2, *,
-        layers_per_block: int = 1, activation: str = "relu", batchnorm: bool = False,
-        inplace: bool = False, seed: int = 0) -> nn.Sequential:
+def mlp(
+    in_features: int,
+    hidden: int,
+    out_features: int,
+    blocks: int = 2,
+    *,
+    layers_per_block: int = 1,
+    activation: str = "relu",
+    batchnorm: bool = False,
+    inplace: bool = False,
+    seed: int = 0,
+) -> nn.Sequential:
     """A multi-layer perceptron of ``blocks`` identical hidden blocks.
 
     Layout: ``Sequential(Linear(in, hidden), act, *blocks, Linear(hidden, out))`` where each
@@ -106,8 +124,11 @@ def mlp(in_features: int, hidden: int, out_features: int, blocks: int = 2, *,
         ValueError: on a width < 1, ``blocks`` < 0, ``layers_per_block`` < 1, an unknown
             activation, ``inplace`` with GELU, or a seed outside ``[0, 2**63)``.
     """
-    for name, value in (("in_features", in_features), ("hidden", hidden),
-                        ("out_features", out_features)):
+    for name, value in (
+        ("in_features", in_features),
+        ("hidden", hidden),
+        ("out_features", out_features),
+    ):
         check_int("mlp", name, value, minimum=1)
     check_int("mlp", "blocks", blocks, minimum=0)
     check_int("mlp", "layers_per_block", layers_per_block, minimum=1)
@@ -140,9 +161,15 @@ def mlp(in_features: int, hidden: int, out_features: int, blocks: int = 2, *,
         return nn.Sequential(*layers)
 
 
-def run_steps(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | float],
-              X: torch.Tensor, y: torch.Tensor, *, steps: int, batch_size: int,
-              seed: int = 0) -> list[float]:
+def run_steps(
+    step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | float],
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int = 0,
+) -> list[float]:
     """Call ``step(xb, yb)`` on ``steps`` seeded random mini-batches; return the losses.
 
     The batch order comes from a private ``torch.Generator`` seeded with ``seed`` (the global
@@ -168,8 +195,9 @@ def run_steps(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | float]
     check_type("run_steps", "X", X, torch.Tensor)
     check_type("run_steps", "y", y, torch.Tensor)
     if X.shape[0] != y.shape[0] or X.shape[0] == 0:
-        raise ValueError(f"run_steps: X and y need the same non-zero length, got {X.shape[0]} "
-                         f"and {y.shape[0]}")
+        raise ValueError(
+            f"run_steps: X and y need the same non-zero length, got {X.shape[0]} and {y.shape[0]}"
+        )
     steps = check_int("run_steps", "steps", steps, minimum=1)
     batch_size = check_int("run_steps", "batch_size", batch_size, minimum=1, maximum=X.shape[0])
     seed = check_int("run_steps", "seed", seed, minimum=0)
@@ -181,7 +209,7 @@ def run_steps(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | float]
         j = i % per_epoch
         if i > 0 and j == 0:
             order = torch.randperm(X.shape[0], generator=gen)
-        idx = order[j * batch_size:(j + 1) * batch_size].to(X.device)
+        idx = order[j * batch_size : (j + 1) * batch_size].to(X.device)
         loss = step(X[idx], y[idx])
         # detach first: float() of a tensor that requires grad warns on recent torch
         loss = float(loss.detach() if isinstance(loss, torch.Tensor) else loss)
@@ -191,8 +219,12 @@ def run_steps(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | float]
     return losses
 
 
-def accuracy(model: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, y: torch.Tensor,
-             batch_size: int | None = None) -> float:
+def accuracy(
+    model: Callable[[torch.Tensor], torch.Tensor],
+    X: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int | None = None,
+) -> float:
     """Top-1 accuracy of ``model`` on ``(X, y)``, in eval mode and without grad.
 
     An ``nn.Module`` is switched to ``eval()`` for the evaluation (Dropout off, BatchNorm on
@@ -218,25 +250,29 @@ def accuracy(model: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, y: 
     check_type("accuracy", "X", X, torch.Tensor)
     check_type("accuracy", "y", y, torch.Tensor)
     if len(X) != len(y) or len(X) == 0:
-        raise ValueError(f"accuracy: X and y must be non-empty and the same length, got "
-                         f"{len(X)} and {len(y)}")
+        raise ValueError(
+            f"accuracy: X and y must be non-empty and the same length, got {len(X)} and {len(y)}"
+        )
     if y.dim() != 1:
         raise ValueError(f"accuracy: y must be 1-D class labels, got shape {tuple(y.shape)}")
     n = len(X)
-    batch_size = n if batch_size is None else check_int("accuracy", "batch_size", batch_size,
-                                                        minimum=1)
-    modes = ([(m, m.training) for m in model.modules()] if isinstance(model, nn.Module) else [])
+    batch_size = (
+        n if batch_size is None else check_int("accuracy", "batch_size", batch_size, minimum=1)
+    )
+    modes = [(m, m.training) for m in model.modules()] if isinstance(model, nn.Module) else []
     if isinstance(model, nn.Module):
         model.eval()
     correct = 0
     try:
         with torch.no_grad():
             for i in range(0, n, batch_size):
-                logits = model(X[i:i + batch_size])
-                if logits.dim() != 2 or logits.shape[0] != len(X[i:i + batch_size]):
-                    raise ValueError(f"accuracy: model must return logits (batch, classes), got "
-                                     f"shape {tuple(logits.shape)}")
-                correct += int((logits.argmax(dim=1) == y[i:i + batch_size]).sum())
+                logits = model(X[i : i + batch_size])
+                if logits.dim() != 2 or logits.shape[0] != len(X[i : i + batch_size]):
+                    raise ValueError(
+                        f"accuracy: model must return logits (batch, classes), got "
+                        f"shape {tuple(logits.shape)}"
+                    )
+                correct += int((logits.argmax(dim=1) == y[i : i + batch_size]).sum())
     finally:
         for m, training in modes:
             m.training = training

@@ -31,9 +31,22 @@ from typing import Any
 from tricks_helpers._checks import check_number, check_type
 
 __all__ = [
-    "NOISE_THRESHOLD", "CONFIDENCE", "FASTER", "SLOWER", "NO_CLEAR_DIFFERENCE", "VERDICTS",
-    "VERDICT_LINE_RE", "median_interval", "decide", "fmt_time", "fmt_measured", "fmt_ratio",
-    "Measurement", "Comparison", "ManyComparison", "table",
+    "NOISE_THRESHOLD",
+    "CONFIDENCE",
+    "FASTER",
+    "SLOWER",
+    "NO_CLEAR_DIFFERENCE",
+    "VERDICTS",
+    "VERDICT_LINE_RE",
+    "median_interval",
+    "decide",
+    "fmt_time",
+    "fmt_measured",
+    "fmt_ratio",
+    "Measurement",
+    "Comparison",
+    "ManyComparison",
+    "table",
 ]
 
 #: The one noise threshold of the book. A trick is called FASTER only when the confidence
@@ -55,7 +68,8 @@ _RATIO = r"\d+(?:\.\d+)?"
 VERDICT_LINE_RE = re.compile(
     rf"^(?P<verdict>{FASTER}|{SLOWER}|{NO_CLEAR_DIFFERENCE}) (?P<ratio>{_RATIO})x "
     rf"\[(?P<lo>{_RATIO})-(?P<hi>{_RATIO})\] (?P<label>.+) "
-    r"\((?P<device>cpu|cuda), (?P<threads>\d+) threads?\)$")
+    r"\((?P<device>cpu|cuda), (?P<threads>\d+) threads?\)$"
+)
 
 
 def fmt_measured(value: float, digits: int = 3) -> str:
@@ -103,8 +117,9 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     """
     if len(values) == 0:
         raise ValueError("median_interval: no values")
-    check_number("median_interval", "confidence", confidence, minimum=0.0, maximum=1.0,
-                 strict_minimum=True)
+    check_number(
+        "median_interval", "confidence", confidence, minimum=0.0, maximum=1.0, strict_minimum=True
+    )
     xs = sorted(values)
     n = len(xs)
     k = 1
@@ -171,7 +186,7 @@ class Comparison:
     calls_per_round: int = 1
     checked: bool = False
     asserted: str = ""
-    _rerun: Callable[[], "Comparison"] | None = field(default=None, repr=False, compare=False)
+    _rerun: Callable[[], Comparison] | None = field(default=None, repr=False, compare=False)
 
     @property
     def device(self) -> str:
@@ -202,14 +217,18 @@ class Comparison:
 
     def line(self) -> str:
         """The verdict line: verdict first, then speed-up, interval, label and device."""
-        return (f"{self.verdict} {self.speedup_text()} {self.label} "
-                f"({self.device}, {self.threads} threads)")
+        return (
+            f"{self.verdict} {self.speedup_text()} {self.label} "
+            f"({self.device}, {self.threads} threads)"
+        )
 
     def details(self) -> str:
         """The indented line under :meth:`line`: raw times, rounds, and what was checked."""
         calls = f" x {self.calls_per_round} calls" if self.calls_per_round > 1 else ""
-        text = (f"  baseline {fmt_time(self.baseline.median)}, trick {fmt_time(self.trick.median)}"
-                f"; {len(self.ratios)} rounds{calls}")
+        text = (
+            f"  baseline {fmt_time(self.baseline.median)}, trick {fmt_time(self.trick.median)}"
+            f"; {len(self.ratios)} rounds{calls}"
+        )
         if self.checked:
             text += "; outputs checked equal"
         if self.asserted:
@@ -219,11 +238,12 @@ class Comparison:
     def __str__(self) -> str:
         return f"{self.line()}\n{self.details()}"
 
-    def remeasure(self) -> "Comparison":
+    def remeasure(self) -> Comparison:
         """Measure again with the same functions and settings (silently)."""
         if self._rerun is None:
-            raise ValueError(f"remeasure: {self.label!r} was not made by compare() and cannot "
-                             f"be measured again")
+            raise ValueError(
+                f"remeasure: {self.label!r} was not made by compare() and cannot be measured again"
+            )
         return self._rerun()
 
 
@@ -253,11 +273,13 @@ class ManyComparison:
 
     def _check_name(self, name: str) -> None:
         if name not in self.times:
-            raise KeyError(f"{self.label!r} has no candidate {name!r}; "
-                           f"candidates: {list(self.times)}")
+            raise KeyError(
+                f"{self.label!r} has no candidate {name!r}; candidates: {list(self.times)}"
+            )
 
-    def compare(self, label: str, pairs: Iterable[tuple[str, str]] | tuple[str, str], *,
-                show: bool = True) -> Comparison:
+    def compare(
+        self, label: str, pairs: Iterable[tuple[str, str]] | tuple[str, str], *, show: bool = True
+    ) -> Comparison:
         """Pool the per-round ratios of one or more ``(baseline, trick)`` pairs into a verdict.
 
         Each pair contributes one ratio per round (both sides timed in the same round). The
@@ -279,9 +301,14 @@ class ManyComparison:
             self._check_name(t)
             ratios += [bt / tt for bt, tt in zip(self.times[b], self.times[t])]
         b0, t0 = pairs[0]
-        result = Comparison(label=label, baseline=self.measurement(b0),
-                            trick=self.measurement(t0), ratios=tuple(ratios),
-                            threads=self.threads, calls_per_round=self.calls_per_round)
+        result = Comparison(
+            label=label,
+            baseline=self.measurement(b0),
+            trick=self.measurement(t0),
+            ratios=tuple(ratios),
+            threads=self.threads,
+            calls_per_round=self.calls_per_round,
+        )
         if show:
             print(result)
         return result
@@ -293,13 +320,18 @@ def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
     Rows keep the given order; measured cells carry ``~`` and the speed-up its interval, so
     the sanitize file masks exactly those and the verdict words.
     """
-    rows = list(comparisons.items()) if isinstance(comparisons, Mapping) else [
-        (c.label, c) for c in comparisons]
+    rows = (
+        list(comparisons.items())
+        if isinstance(comparisons, Mapping)
+        else [(c.label, c) for c in comparisons]
+    )
     for name, c in rows:
         check_type("table", f"row {name!r}", c, Comparison)
     head = ("what", "baseline", "trick", "speed-up [95% interval]", "verdict")
-    body = [(name, fmt_time(c.baseline.median), fmt_time(c.trick.median), c.speedup_text(),
-             c.verdict) for name, c in rows]
+    body = [
+        (name, fmt_time(c.baseline.median), fmt_time(c.trick.median), c.speedup_text(), c.verdict)
+        for name, c in rows
+    ]
     width = max(len(r[0]) for r in body + [head])
     lines = [f"{head[0]:<{width}}  {head[1]:>10}  {head[2]:>10}  {head[3]:<24} {head[4]}"]
     for name, b, t, s, v in body:

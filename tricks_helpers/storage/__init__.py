@@ -43,13 +43,32 @@ from tricks_helpers.storage.reading import read_all, read_syscalls, verify
 from tricks_helpers.storage.writing import recover, write
 
 __all__ = [
-    "FORMATS", "MANIFEST", "StorageError", "CorruptRecordError", "TruncatedStoreError",
-    "StoreInfo", "write", "recover", "read_all", "verify", "info", "StoreDataset",
-    "StoreIterableDataset", "InMemoryStore", "write_memmap", "MemmapDataset", "read_syscalls",
+    "FORMATS",
+    "MANIFEST",
+    "StorageError",
+    "CorruptRecordError",
+    "TruncatedStoreError",
+    "StoreInfo",
+    "write",
+    "recover",
+    "read_all",
+    "verify",
+    "info",
+    "StoreDataset",
+    "StoreIterableDataset",
+    "InMemoryStore",
+    "write_memmap",
+    "MemmapDataset",
+    "read_syscalls",
 ]
 
-_LAZY = {"StoreDataset": "datasets", "StoreIterableDataset": "datasets",
-         "InMemoryStore": "arrays", "write_memmap": "arrays", "MemmapDataset": "arrays"}
+_LAZY = {
+    "StoreDataset": "datasets",
+    "StoreIterableDataset": "datasets",
+    "InMemoryStore": "arrays",
+    "write_memmap": "arrays",
+    "MemmapDataset": "arrays",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,16 +41,20 @@ class InMemoryStore(Dataset):
         StorageError: not a store; CorruptRecordError on a damaged store.
     """
 
-    def __init__(self, path: str | os.PathLike,
-                 transform: Callable[[str, bytes], Any] | None = None):
+    def __init__(
+        self, path: str | os.PathLike, transform: Callable[[str, bytes], Any] | None = None
+    ):
         store = open_store(path, "InMemoryStore")
-        self.transform = key_and_value if transform is None else check_callable(
-            "InMemoryStore", "transform", transform)
+        self.transform = (
+            key_and_value
+            if transform is None
+            else check_callable("InMemoryStore", "transform", transform)
+        )
         sizes = np.asarray([r[1] for r in store.records], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.buffer = np.empty(int(self.offsets[-1]), dtype=np.uint8)
         for i, (_key, value) in enumerate(read_all(path, check=True)):
-            self.buffer[self.offsets[i]:self.offsets[i + 1]] = np.frombuffer(value, np.uint8)
+            self.buffer[self.offsets[i] : self.offsets[i + 1]] = np.frombuffer(value, np.uint8)
         self.keys = store.keys
         self.store = store
 
@@ -63,13 +68,19 @@ class InMemoryStore(Dataset):
 
     def __getitem__(self, index: int) -> Any:
         index = self.store.position("InMemoryStore", index)
-        value = self.buffer[self.offsets[index]:self.offsets[index + 1]].tobytes()
+        value = self.buffer[self.offsets[index] : self.offsets[index + 1]].tobytes()
         return self.transform(self.keys[index], value)
 
 
-def write_memmap(path: str | os.PathLike, arrays: Iterable[np.ndarray], count: int,
-                 shape: tuple[int, ...], *, overwrite: bool = False,
-                 progress: bool | None = None) -> Path:
+def write_memmap(
+    path: str | os.PathLike,
+    arrays: Iterable[np.ndarray],
+    count: int,
+    shape: tuple[int, ...],
+    *,
+    overwrite: bool = False,
+    progress: bool | None = None,
+) -> Path:
     """Write ``count`` pre-decoded ``uint8`` arrays of one ``shape`` into one ``.npy`` file.
 
     The file is a standard ``.npy`` of shape ``(count, *shape)``, written under a temporary
@@ -100,8 +111,9 @@ def write_memmap(path: str | os.PathLike, arrays: Iterable[np.ndarray], count: i
         raise ValueError(f"write_memmap: path must end in .npy, got {path.name!r}")
     count = check_int("write_memmap", "count", count, minimum=1)
     shape = tuple(shape)
-    if not shape or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool)
-                            and s >= 1 for s in shape):
+    if not shape or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape
+    ):
         raise ValueError(f"write_memmap: shape must be positive integers, got {shape!r}")
     shape = tuple(int(s) for s in shape)
     check_bool("write_memmap", "overwrite", overwrite)
@@ -115,8 +127,9 @@ def write_memmap(path: str | os.PathLike, arrays: Iterable[np.ndarray], count: i
             if n >= count:
                 raise ValueError(f"write_memmap: more than count={count} arrays")
             if a.dtype != np.uint8 or a.shape != shape:
-                raise ValueError(f"write_memmap: array {n} is {a.dtype} {a.shape}, expected "
-                                 f"uint8 {shape}")
+                raise ValueError(
+                    f"write_memmap: array {n} is {a.dtype} {a.shape}, expected uint8 {shape}"
+                )
             out[n] = a
             n += 1
         if n != count:
@@ -151,13 +164,16 @@ class MemmapDataset(Dataset):
         try:
             arr = np.load(self.path, mmap_mode="r")
         except (OSError, ValueError) as exc:
-            raise StorageError(f"MemmapDataset: cannot read {self.path.name!r} as .npy "
-                               f"({type(exc).__name__})") from None
+            raise StorageError(
+                f"MemmapDataset: cannot read {self.path.name!r} as .npy ({type(exc).__name__})"
+            ) from None
         if not isinstance(arr, np.ndarray) or arr.dtype != np.uint8 or arr.ndim < 2:
-            raise StorageError(f"MemmapDataset: {self.path.name!r} holds "
-                               f"{getattr(arr, 'dtype', type(arr).__name__)} of shape "
-                               f"{getattr(arr, 'shape', None)}; expected uint8 with a leading "
-                               f"sample axis")
+            raise StorageError(
+                f"MemmapDataset: {self.path.name!r} holds "
+                f"{getattr(arr, 'dtype', type(arr).__name__)} of shape "
+                f"{getattr(arr, 'shape', None)}; expected uint8 with a leading "
+                f"sample axis"
+            )
         self.shape = arr.shape
         del arr
         self.labels = None if labels is None else torch.as_tensor(list(labels), dtype=torch.long)

@@ -23,7 +23,8 @@ handing wrong bytes to training. The datasets do not hash whole files when they 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
@@ -43,11 +44,17 @@ def key_and_value(key: str, value: bytes) -> tuple[str, bytes]:
 class StoreReading:
     """What both datasets share: the checked manifest and one reader per process (rule 1)."""
 
-    def __init__(self, where: str, path: str | os.PathLike,
-                 transform: Callable[[str, bytes], Any] | None, check: bool):
+    def __init__(
+        self,
+        where: str,
+        path: str | os.PathLike,
+        transform: Callable[[str, bytes], Any] | None,
+        check: bool,
+    ):
         self.store = open_store(path, where)  # reads the manifest only: no file is opened
-        self.transform = key_and_value if transform is None else check_callable(
-            where, "transform", transform)
+        self.transform = (
+            key_and_value if transform is None else check_callable(where, "transform", transform)
+        )
         self.check = check_bool(where, "check", check)
         self._reader, self._pid = None, None
 
@@ -83,8 +90,13 @@ class StoreDataset(StoreReading, Dataset):
         TypeError: wrong argument types. StorageError: ``path`` is not a store.
     """
 
-    def __init__(self, path: str | os.PathLike,
-                 transform: Callable[[str, bytes], Any] | None = None, *, check: bool = True):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        transform: Callable[[str, bytes], Any] | None = None,
+        *,
+        check: bool = True,
+    ):
         super().__init__("StoreDataset", path, transform, check)
 
     def __getitem__(self, index: int) -> Any:
@@ -113,9 +125,16 @@ class StoreIterableDataset(StoreReading, IterableDataset):
         StorageError: ``path`` is not a store.
     """
 
-    def __init__(self, path: str | os.PathLike,
-                 transform: Callable[[str, bytes], Any] | None = None, *, shuffle: bool = False,
-                 shuffle_buffer: int = 256, seed: int = 0, check: bool = True):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        transform: Callable[[str, bytes], Any] | None = None,
+        *,
+        shuffle: bool = False,
+        shuffle_buffer: int = 256,
+        seed: int = 0,
+        check: bool = True,
+    ):
         where = "StoreIterableDataset"
         self.shuffle = check_bool(where, "shuffle", shuffle)
         self.shuffle_buffer = check_int(where, "shuffle_buffer", shuffle_buffer, minimum=1)
@@ -140,8 +159,9 @@ class StoreIterableDataset(StoreReading, IterableDataset):
             mine = list(order)[worker::workers]
         samples = (self._read(int(i)) for i in mine)
         if self.shuffle and shards:
-            samples = buffer_shuffle(samples, self.shuffle_buffer,
-                                     np.random.default_rng([self.seed, self.epoch, worker]))
+            samples = buffer_shuffle(
+                samples, self.shuffle_buffer, np.random.default_rng([self.seed, self.epoch, worker])
+            )
         yield from samples
 
 

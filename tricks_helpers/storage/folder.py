@@ -29,8 +29,10 @@ class Writer:
     def add(self, index: int, key: str, value: bytes, sha: str) -> list:
         parts = check_folder_key(key, index)
         if parts in self.dirs or any(parts[:i] in self.files for i in range(1, len(parts))):
-            raise ValueError(f"record {index}: key {key!r} clashes with another key used as a "
-                             f"folder (or a folder with a file) in the 'folder' format")
+            raise ValueError(
+                f"record {index}: key {key!r} clashes with another key used as a "
+                f"folder (or a folder with a file) in the 'folder' format"
+            )
         self.files.add(parts)
         self.dirs.update(parts[:i] for i in range(1, len(parts)))
         target = self.root.joinpath(*parts)
@@ -56,8 +58,9 @@ class Reader:
         try:
             return (self.store.path / key).read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise TruncatedStoreError(f"store {self.store.name!r} (folder): record {index} "
-                                      f"{key!r} is missing", index, key) from None
+            raise TruncatedStoreError(
+                f"store {self.store.name!r} (folder): record {index} {key!r} is missing", index, key
+            ) from None
 
     def close(self) -> None:
         pass

@@ -40,8 +40,9 @@ class Writer:
 
         self.target = root / SINGLE_FILE["hdf5"]
         self.f = h5py.File(str(self.target), "w", driver="core", backing_store=False)
-        self.values = self.f.create_dataset("values", shape=(0,), maxshape=(None,),
-                                            dtype=np.uint8, chunks=(self._CHUNK,))
+        self.values = self.f.create_dataset(
+            "values", shape=(0,), maxshape=(None,), dtype=np.uint8, chunks=(self._CHUNK,)
+        )
         self.offsets = [0]
         self.buf = bytearray()
 
@@ -84,8 +85,9 @@ class Reader:
     def _damaged(self, why: str, index: int | None = None) -> CorruptRecordError:
         key = None if index is None else self.store.keys[index]
         who = "the HDF5 file" if index is None else f"record {index} {key!r}"
-        return CorruptRecordError(f"store {self.store.name!r} (hdf5): {who} cannot be read "
-                                  f"({why})", index, key)
+        return CorruptRecordError(
+            f"store {self.store.name!r} (hdf5): {who} cannot be read ({why})", index, key
+        )
 
     def _open(self) -> None:
         import h5py
@@ -94,14 +96,22 @@ class Reader:
             self.f = h5py.File(self.store.path / SINGLE_FILE["hdf5"], "r")
             self.values = self.f["values"]
             offsets = np.asarray(self.f["offsets"][:])
-            ok = (self.values.dtype == np.uint8 and self.values.ndim == 1
-                  and offsets.dtype == np.int64 and offsets.shape == (len(self.store) + 1,))
+            ok = (
+                self.values.dtype == np.uint8
+                and self.values.ndim == 1
+                and offsets.dtype == np.int64
+                and offsets.shape == (len(self.store) + 1,)
+            )
         except Exception as exc:  # h5py raises many types on a damaged file
             self.close()
             raise self._damaged(type(exc).__name__) from None
         sizes = np.asarray([r[1] for r in self.store.records], dtype=np.int64)
-        if not (ok and offsets[0] == 0 and np.array_equal(np.diff(offsets), sizes)
-                and offsets[-1] <= self.values.shape[0]):
+        if not (
+            ok
+            and offsets[0] == 0
+            and np.array_equal(np.diff(offsets), sizes)
+            and offsets[-1] <= self.values.shape[0]
+        ):
             self.close()
             raise self._damaged("its offsets table does not match the manifest")
         self.offsets = offsets

@@ -39,9 +39,17 @@ class Writer:
 
         map_size = check_int("write", "map_size", map_size, minimum=1 << 12)
         self.lmdb = lmdb
-        self.env = lmdb.open(str(root / _DIR), map_size=map_size, subdir=True, lock=False,
-                             readahead=False, meminit=False, max_dbs=0, sync=False,
-                             metasync=False)
+        self.env = lmdb.open(
+            str(root / _DIR),
+            map_size=map_size,
+            subdir=True,
+            lock=False,
+            readahead=False,
+            meminit=False,
+            max_dbs=0,
+            sync=False,
+            metasync=False,
+        )
         self.pending: list[tuple[bytes, bytes]] = []
 
     def add(self, index: int, key: str, value: bytes, sha: str) -> list:
@@ -101,13 +109,24 @@ class Reader:
             _ENVS.pop(other)[0].close()  # inherited through fork: unusable here, close it
         try:
             if key not in _ENVS:
-                _ENVS[key] = [lmdb.open(str(path), readonly=True, lock=False, readahead=False,
-                                        meminit=False, subdir=True), 0]
+                _ENVS[key] = [
+                    lmdb.open(
+                        str(path),
+                        readonly=True,
+                        lock=False,
+                        readahead=False,
+                        meminit=False,
+                        subdir=True,
+                    ),
+                    0,
+                ]
             env = _ENVS[key][0]
             self.txn = env.begin(buffers=False)
         except lmdb.Error as exc:
-            raise CorruptRecordError(f"store {self.store.name!r} (lmdb): cannot open the LMDB "
-                                     f"file ({type(exc).__name__})") from None
+            raise CorruptRecordError(
+                f"store {self.store.name!r} (lmdb): cannot open the LMDB "
+                f"file ({type(exc).__name__})"
+            ) from None
         _ENVS[key][1] += 1
         self._finalizer = weakref.finalize(self, _release, key, self.txn)
 
@@ -123,8 +142,11 @@ class Reader:
             value, why = None, type(exc).__name__
         if value is None:
             key = self.store.keys[index]
-            raise CorruptRecordError(f"store {self.store.name!r} (lmdb): record {index} {key!r} "
-                                     f"cannot be read ({why})", index, key)
+            raise CorruptRecordError(
+                f"store {self.store.name!r} (lmdb): record {index} {key!r} cannot be read ({why})",
+                index,
+                key,
+            )
         return value
 
     def close(self) -> None:

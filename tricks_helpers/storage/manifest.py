@@ -29,9 +29,24 @@ from typing import Any
 
 from tricks_helpers._checks import check_int, check_type
 
-__all__ = ["FORMATS", "MANIFEST", "VERSION", "StorageError", "CorruptRecordError",
-           "TruncatedStoreError", "StoreInfo", "Store", "open_store", "info", "sha256",
-           "check_key", "check_folder_key", "manifest_bytes", "as_path", "checked"]
+__all__ = [
+    "FORMATS",
+    "MANIFEST",
+    "VERSION",
+    "StorageError",
+    "CorruptRecordError",
+    "TruncatedStoreError",
+    "StoreInfo",
+    "Store",
+    "open_store",
+    "info",
+    "sha256",
+    "check_key",
+    "check_folder_key",
+    "manifest_bytes",
+    "as_path",
+    "checked",
+]
 
 #: The formats :func:`tricks_helpers.storage.write` accepts.
 FORMATS = ("folder", "lmdb", "tar", "hdf5")
@@ -100,8 +115,9 @@ def check_key(key: Any, index: int) -> str:
     try:
         key.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"record {index}: key {key!r} is not valid UTF-8 text "
-                         f"({exc.reason})") from None
+        raise ValueError(
+            f"record {index}: key {key!r} is not valid UTF-8 text ({exc.reason})"
+        ) from None
     return key
 
 
@@ -125,15 +141,18 @@ def check_folder_key(key: str, index: int) -> tuple[str, ...]:
     """Refuse keys that are unsafe or ambiguous as relative file paths ('folder' format)."""
     why = _unsafe_path(key)
     if why:
-        raise ValueError(f"record {index}: key {key!r} is not safe as a file name in the "
-                         f"'folder' format: {why}. Use simple relative paths such as "
-                         f"'cat/0001.jpg', or another format (lmdb, tar, hdf5 accept any key).")
+        raise ValueError(
+            f"record {index}: key {key!r} is not safe as a file name in the "
+            f"'folder' format: {why}. Use simple relative paths such as "
+            f"'cat/0001.jpg', or another format (lmdb, tar, hdf5 accept any key)."
+        )
     return tuple(key.split("/"))
 
 
 def _canonical(body: dict) -> bytes:
-    return json.dumps(body, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":")).encode("utf-8")
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8"
+    )
 
 
 def manifest_bytes(body: dict) -> bytes:
@@ -142,8 +161,7 @@ def manifest_bytes(body: dict) -> bytes:
 
 
 def _bad(name: str, why: str, index: int | None = None, key: str | None = None):
-    return CorruptRecordError(f"store {name!r}: manifest {MANIFEST} is damaged: {why}",
-                              index, key)
+    return CorruptRecordError(f"store {name!r}: manifest {MANIFEST} is damaged: {why}", index, key)
 
 
 def _int(value: Any) -> bool:
@@ -158,13 +176,18 @@ def _validate(name: str, m: dict) -> None:
     if m.get("count") != len(records):
         raise _bad(name, f"count {m.get('count')!r} but {len(records)} records listed")
     for rel, entry in files.items():
-        if _unsafe_path(rel) or not (isinstance(entry, list) and len(entry) == 2 and
-                                     _int(entry[0]) and isinstance(entry[1], str)
-                                     and _HEX64.fullmatch(entry[1])):
+        if _unsafe_path(rel) or not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and _int(entry[0])
+            and isinstance(entry[1], str)
+            and _HEX64.fullmatch(entry[1])
+        ):
             raise _bad(name, f"bad file entry {rel!r}")
     shards = m.get("shards", [])
-    if fmt == "tar" and not (isinstance(shards, list) and
-                             all(isinstance(s, str) and _SHARD.fullmatch(s) for s in shards)):
+    if fmt == "tar" and not (
+        isinstance(shards, list) and all(isinstance(s, str) and _SHARD.fullmatch(s) for s in shards)
+    ):
         raise _bad(name, "bad shard list")
     expected = set(shards) if fmt == "tar" else {SINGLE_FILE[fmt]} if fmt in SINGLE_FILE else set()
     if set(files) != expected:
@@ -175,16 +198,29 @@ def _validate(name: str, m: dict) -> None:
     for i, row in enumerate(records):
         ok = isinstance(row, list) and len(row) == 3 + _WHERE[fmt]
         key = row[0] if ok and isinstance(row[0], str) else None
-        if not (ok and key and "\x00" not in key and key not in seen and _int(row[1])
-                and isinstance(row[2], str) and _HEX64.fullmatch(row[2])):
+        if not (
+            ok
+            and key
+            and "\x00" not in key
+            and key not in seen
+            and _int(row[1])
+            and isinstance(row[2], str)
+            and _HEX64.fullmatch(row[2])
+        ):
             raise _bad(name, f"record {i} is malformed or repeats a key", i, key)
         seen.add(key)
         if fmt == "folder" and _unsafe_path(key):
             raise _bad(name, f"record {i} key {key!r} is not a safe path in the store", i, key)
         if fmt == "tar":
             shard, offset = row[3], row[4]
-            if not (_int(shard) and shard < len(shards) and shard >= last_shard and _int(offset)
-                    and offset % TAR_BLOCK == 0 and offset >= end[shard] + TAR_BLOCK):
+            if not (
+                _int(shard)
+                and shard < len(shards)
+                and shard >= last_shard
+                and _int(offset)
+                and offset % TAR_BLOCK == 0
+                and offset >= end[shard] + TAR_BLOCK
+            ):
                 raise _bad(name, f"record {i} {key!r} has a bad shard or offset", i, key)
             last_shard, end[shard] = shard, offset + row[1]
 
@@ -235,8 +271,10 @@ def open_store(path: str | os.PathLike, where: str = "storage") -> Store:
         raise StorageError(f"{where}: no store at {path.name!r}")
     mpath = path / MANIFEST
     if not path.is_dir() or not mpath.is_file():
-        raise StorageError(f"{where}: {path.name!r} is not a store written by "
-                           f"tricks_helpers.storage (no {MANIFEST} manifest)")
+        raise StorageError(
+            f"{where}: {path.name!r} is not a store written by "
+            f"tricks_helpers.storage (no {MANIFEST} manifest)"
+        )
     try:
         m = json.loads(mpath.read_bytes().decode("utf-8"))
         digest = m.pop("digest")
@@ -245,8 +283,10 @@ def open_store(path: str | os.PathLike, where: str = "storage") -> Store:
     if not isinstance(digest, str) or sha256(_canonical(m)) != digest:
         raise _bad(path.name, "it fails its digest (changed after it was written)")
     if m.get("version") != VERSION:
-        raise StorageError(f"{where}: {path.name!r} has manifest version {m.get('version')!r}; "
-                           f"this module reads version {VERSION}: write the store again")
+        raise StorageError(
+            f"{where}: {path.name!r} has manifest version {m.get('version')!r}; "
+            f"this module reads version {VERSION}: write the store again"
+        )
     _validate(path.name, m)
     return Store(path, m)
 
@@ -263,8 +303,11 @@ def checked(store: Store, index: int, value: bytes) -> bytes:
         raise CorruptRecordError(f"{where} has {len(value)} bytes, expected {size}", index, key)
     got = sha256(value)
     if got != want:
-        raise CorruptRecordError(f"{where} fails its checksum (sha256 {got[:12]}..., expected "
-                                 f"{want[:12]}...)", index, key)
+        raise CorruptRecordError(
+            f"{where} fails its checksum (sha256 {got[:12]}..., expected {want[:12]}...)",
+            index,
+            key,
+        )
     return value
 
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Iterator
 
 from tricks_helpers._checks import check_bool
 from tricks_helpers.storage import folder, hdf5_store, lmdb_store, tar_store
@@ -37,12 +37,24 @@ from tricks_helpers.storage.manifest import (
     open_store,
 )
 
-__all__ = ["FORMAT_MODULES", "reader", "check_sizes", "check_files", "read_all", "verify",
-           "ReadCalls", "read_syscalls"]
+__all__ = [
+    "FORMAT_MODULES",
+    "reader",
+    "check_sizes",
+    "check_files",
+    "read_all",
+    "verify",
+    "ReadCalls",
+    "read_syscalls",
+]
 
 #: Format name -> module holding its ``Writer``, ``Reader`` and ``SAFE_TO_PARSE_DAMAGED``.
-FORMAT_MODULES: dict[str, ModuleType] = {"folder": folder, "lmdb": lmdb_store,
-                                         "tar": tar_store, "hdf5": hdf5_store}
+FORMAT_MODULES: dict[str, ModuleType] = {
+    "folder": folder,
+    "lmdb": lmdb_store,
+    "tar": tar_store,
+    "hdf5": hdf5_store,
+}
 
 
 def reader(store: Store):
@@ -79,8 +91,9 @@ def check_sizes(store: Store) -> None:
             key = None if index is None else store.keys[index]
             where = f"; first affected record {index} {key!r}" if key is not None else ""
             state = "is missing" if actual is None else f"has {actual} bytes, expected {size}"
-            raise TruncatedStoreError(f"store {store.name!r} ({store.format}): file {rel!r} "
-                                      f"{state}{where}", index, key)
+            raise TruncatedStoreError(
+                f"store {store.name!r} ({store.format}): file {rel!r} {state}{where}", index, key
+            )
 
 
 def check_files(store: Store) -> None:
@@ -92,8 +105,10 @@ def check_files(store: Store) -> None:
             while block := f.read(1 << 20):
                 h.update(block)
         if h.hexdigest() != want:
-            raise CorruptRecordError(f"store {store.name!r} ({store.format}): file {rel!r} "
-                                     f"fails its checksum (changed since it was written)")
+            raise CorruptRecordError(
+                f"store {store.name!r} ({store.format}): file {rel!r} "
+                f"fails its checksum (changed since it was written)"
+            )
 
 
 def read_all(path: str | os.PathLike, *, check: bool = True) -> Iterator[tuple[str, bytes]]:

@@ -59,8 +59,9 @@ class Writer:
         if self.tar is None or self.in_shard >= self.shard_records:
             self._close_shard()
             self.shards.append(_PATTERN.format(len(self.shards)))
-            self.tar = tarfile.open(self.root / self.shards[-1], "w", format=tarfile.PAX_FORMAT,
-                                    encoding="utf-8")
+            self.tar = tarfile.open(
+                self.root / self.shards[-1], "w", format=tarfile.PAX_FORMAT, encoding="utf-8"
+            )
             self.in_shard = 0
         member = tarfile.TarInfo(member_name(index))
         member.size, member.mode = len(value), 0o644
@@ -109,8 +110,12 @@ class Reader:
         f.seek(offset)  # within the 1 MiB buffer when streaming: no system call
         value = f.read(size)
         if len(value) != size:
-            raise TruncatedStoreError(f"store {self.store.name!r} (tar): record {index} {key!r} "
-                                      f"is truncated ({len(value)} of {size} bytes)", index, key)
+            raise TruncatedStoreError(
+                f"store {self.store.name!r} (tar): record {index} {key!r} "
+                f"is truncated ({len(value)} of {size} bytes)",
+                index,
+                key,
+            )
         return value
 
     def close(self) -> None:
@@ -137,13 +142,26 @@ def check_structure(store: Store) -> None:
                     if index is None:
                         raise _error(store, name, None, "an unexpected extra member")
                     key, size, _sha, _shard, offset = store.records[index]
-                    if (m.name, m.pax_headers.get(PAX_KEY), m.size, m.offset_data,
-                            m.isreg()) != (member_name(index), key, size, offset, True):
-                        raise _error(store, name, index, "member name, key, size or offset "
-                                                         "does not match the manifest")
+                    if (m.name, m.pax_headers.get(PAX_KEY), m.size, m.offset_data, m.isreg()) != (
+                        member_name(index),
+                        key,
+                        size,
+                        offset,
+                        True,
+                    ):
+                        raise _error(
+                            store,
+                            name,
+                            index,
+                            "member name, key, size or offset does not match the manifest",
+                        )
         except (tarfile.TarError, EOFError, UnicodeError) as exc:
-            raise _error(store, name, _next_after(members[shard], index),
-                         f"unreadable tar member ({type(exc).__name__})") from None
+            raise _error(
+                store,
+                name,
+                _next_after(members[shard], index),
+                f"unreadable tar member ({type(exc).__name__})",
+            ) from None
         missing = next(expected, None)
         if missing is not None:
             raise _error(store, name, missing, "member missing", TruncatedStoreError)
@@ -156,8 +174,9 @@ def _next_after(members: list[int], index: int | None) -> int | None:
     return members[at] if at < len(members) else None
 
 
-def _error(store: Store, shard: str, index: int | None, why: str,
-           cls: type = CorruptRecordError) -> CorruptRecordError:
+def _error(
+    store: Store, shard: str, index: int | None, why: str, cls: type = CorruptRecordError
+) -> CorruptRecordError:
     key = None if index is None else store.keys[index]
     who = "data after the last record" if index is None else f"record {index} {key!r}"
     return cls(f"store {store.name!r} (tar): {who} in shard {shard!r}: {why}", index, key)

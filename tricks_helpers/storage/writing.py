@@ -30,9 +30,9 @@ import shutil
 import socket
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tricks_helpers._checks import check_bool, check_choice, check_type
 from tricks_helpers.storage.manifest import (
@@ -73,7 +73,7 @@ def _stale_siblings(path: Path, kind: str) -> list[Path]:
     prefix = f".{path.name}.{kind}-"
     found = []
     for p in path.parent.iterdir() if path.parent.is_dir() else ():
-        rest = p.name[len(prefix):].split("-") if p.name.startswith(prefix) else []
+        rest = p.name[len(prefix) :].split("-") if p.name.startswith(prefix) else []
         if len(rest) != 3 or rest[0] != _HOST or not rest[1].isdigit():
             continue
         pid = int(rest[1])
@@ -179,19 +179,24 @@ def install(tmp: Path, path: Path, replace: bool) -> None:
 def check_target(where: str, path: Path, overwrite: bool, is_ours: Callable[[Path], bool]) -> bool:
     """Refuse what must not be replaced; return whether ``path`` exists and will be replaced."""
     if path.is_symlink():
-        raise StorageError(f"{where}: {path.name!r} is a symbolic link; pass the path it points "
-                           f"to (a link is never replaced, nor followed to replace its target)")
+        raise StorageError(
+            f"{where}: {path.name!r} is a symbolic link; pass the path it points "
+            f"to (a link is never replaced, nor followed to replace its target)"
+        )
     if not path.parent.is_dir():
         raise StorageError(f"{where}: parent folder of {path.name!r} does not exist")
     recover(path)
     if not path.exists():
         return False
     if not overwrite:
-        raise FileExistsError(f"{where}: {path.name!r} already exists; pass overwrite=True to "
-                              f"replace it")
+        raise FileExistsError(
+            f"{where}: {path.name!r} already exists; pass overwrite=True to replace it"
+        )
     if not is_ours(path):
-        raise StorageError(f"{where}: {path.name!r} is not a store written by "
-                           f"tricks_helpers.storage; it is never replaced")
+        raise StorageError(
+            f"{where}: {path.name!r} is not a store written by "
+            f"tricks_helpers.storage; it is never replaced"
+        )
     return True
 
 
@@ -208,10 +213,13 @@ def _progress(iterable: Iterable, total: int | None, enabled: bool | None, desc:
 def _pairs(records: Any) -> Iterable:
     if isinstance(records, Mapping):
         return records.items()  # a dict of key -> value
-    if isinstance(records, (str, bytes, bytearray, memoryview)) or not isinstance(records,
-                                                                                   Iterable):
-        raise TypeError(f"write: records must be an iterable of (key, value) pairs or a "
-                        f"mapping, got {type(records).__name__}")
+    if isinstance(records, (str, bytes, bytearray, memoryview)) or not isinstance(
+        records, Iterable
+    ):
+        raise TypeError(
+            f"write: records must be an iterable of (key, value) pairs or a "
+            f"mapping, got {type(records).__name__}"
+        )
     return records
 
 
@@ -220,8 +228,10 @@ def _value(value: Any, index: int, key: str) -> bytes:
         return value
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"record {index} {key!r}: value must be bytes, bytearray or memoryview, "
-                    f"got {type(value).__name__}")
+    raise TypeError(
+        f"record {index} {key!r}: value must be bytes, bytearray or memoryview, "
+        f"got {type(value).__name__}"
+    )
 
 
 def _file_entries(root: Path, fmt: str, extra: dict) -> dict[str, list]:
@@ -236,9 +246,16 @@ def _file_entries(root: Path, fmt: str, extra: dict) -> dict[str, list]:
     return entries
 
 
-def write(path: str | os.PathLike, records: Iterable[tuple[str, bytes]] | Mapping[str, bytes],
-          format: str = "folder", *, overwrite: bool = False, progress: bool | None = None,
-          verify_after: bool = True, **options: Any) -> StoreInfo:
+def write(
+    path: str | os.PathLike,
+    records: Iterable[tuple[str, bytes]] | Mapping[str, bytes],
+    format: str = "folder",
+    *,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    verify_after: bool = True,
+    **options: Any,
+) -> StoreInfo:
     """Write ``(key, value)`` records to a new store at ``path``, atomically.
 
     Args:
@@ -275,8 +292,10 @@ def write(path: str | os.PathLike, records: Iterable[tuple[str, bytes]] | Mappin
         check_bool("write", "progress", progress)
     unknown = set(options) - _OPTIONS[format]
     if unknown:
-        raise ValueError(f"write: option(s) {sorted(unknown)} do not apply to format {format!r} "
-                         f"(it accepts {sorted(_OPTIONS[format]) or 'none'})")
+        raise ValueError(
+            f"write: option(s) {sorted(unknown)} do not apply to format {format!r} "
+            f"(it accepts {sorted(_OPTIONS[format]) or 'none'})"
+        )
     pairs = _pairs(records)
     replace = check_target("write", path, overwrite, lambda p: (p / MANIFEST).is_file())
     tmp = temporary_name(path)
@@ -289,8 +308,9 @@ def write(path: str | os.PathLike, records: Iterable[tuple[str, bytes]] | Mappin
         total = len(pairs) if hasattr(pairs, "__len__") else None
         for index, item in enumerate(_progress(pairs, total, progress, f"write {format}")):
             if not isinstance(item, (tuple, list)) or len(item) != 2:
-                raise TypeError(f"record {index}: expected a (key, value) pair, got "
-                                f"{type(item).__name__}")
+                raise TypeError(
+                    f"record {index}: expected a (key, value) pair, got {type(item).__name__}"
+                )
             key = check_key(item[0], index)
             value = _value(item[1], index, key)
             if key in seen:
@@ -301,8 +321,15 @@ def write(path: str | os.PathLike, records: Iterable[tuple[str, bytes]] | Mappin
         extra = writer.close()
         writer = None
         _stage("payload-written")
-        body = {"version": VERSION, "format": format, "count": len(rows), "checksum": "sha256",
-                **extra, "files": _file_entries(tmp, format, extra), "records": rows}
+        body = {
+            "version": VERSION,
+            "format": format,
+            "count": len(rows),
+            "checksum": "sha256",
+            **extra,
+            "files": _file_entries(tmp, format, extra),
+            "records": rows,
+        }
         (tmp / MANIFEST).write_bytes(manifest_bytes(body))
         _stage("manifest-written")
         if verify_after:
