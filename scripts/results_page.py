@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
-from tricks_helpers.bench import NOISE_THRESHOLD, VERDICT_LINE_RE, VERDICTS
+from tricks_helpers.bench import NOISE_THRESHOLD, VERDICT_LINE_RE, VERDICTS, fmt_ratio
 
 PAGE_NAME = "results.md"
 CHART_NAME = "results_speedups.svg"
@@ -379,7 +379,7 @@ def render(chapters: list[Chapter]) -> str:
             "| --- | --- | --- | --- | --- | --- |",
         ]
         for r in ch.rows:
-            speedup = f"{r.ratio:g}x [{r.lo:g}-{r.hi:g}]"
+            speedup = f"{fmt_ratio(r.ratio)}x [{fmt_ratio(r.lo)}-{fmt_ratio(r.hi)}]"
             cells = (r.label, r.baseline or "?", r.trick or "?", speedup, r.verdict, r.where)
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
