@@ -98,7 +98,7 @@ def test_render_has_card_chart_and_one_row_per_verdict(make_notebook):
         "| conv+BN fusion, batch 1 | ~1.47 ms | ~1.21 ms | 1.22x [1.15-1.31] | FASTER "
         "| cpu, 2 threads |" in page
     )
-    assert "| same | ~129 us | ~131 us | 1x [0.77-1.13] | NO CLEAR DIFFERENCE |" in page
+    assert "| same | ~129 us | ~131 us | 1.00x [0.77-1.13] | NO CLEAR DIFFERENCE |" in page
     assert "This chapter prints no measured verdicts." in page
     assert (
         "torch 2.13.0 (build cpu) on cpu (Test CPU, 2 threads; GPU: none; bf16: "
@@ -116,7 +116,7 @@ def test_label_pipes_are_escaped(make_notebook):
     ch = chapter(
         make_notebook, "01_a", "01 · A", [CARD, "SLOWER 0.50x [0.40-0.60] a | b (cpu, 1 thread)\n"]
     )
-    assert "| a \\| b | ? | ? | 0.5x [0.4-0.6] | SLOWER | cpu, 1 threads |" in results_page.render(
+    assert "| a \\| b | ? | ? | 0.50x [0.40-0.60] | SLOWER | cpu, 1 threads |" in results_page.render(
         [ch]
     )
 
