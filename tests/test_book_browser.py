@@ -72,8 +72,15 @@ def plain(markdown: str) -> str:
     return re.sub(r"`|\*", "", markdown).strip()
 
 
+# Sphinx's "smartquotes" turns straight quotes and "--" into typographic ones on the page
+_TYPOGRAPHIC = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "---"}
+)
+
+
 def words(text: str) -> str:
-    return " ".join(text.split())
+    """Text as a sequence of words, with typographic quotes and dashes made plain."""
+    return " ".join(text.translate(_TYPOGRAPHIC).split())
 
 
 def _text(value) -> str:
