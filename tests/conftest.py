@@ -5,6 +5,7 @@
   ``regex:``/``replace:`` pair in file order), to test that printed lines sanitize to
   machine-independent text.
 - ``make_notebook``: writes a small notebook (``nbformat`` v4) from cell specs.
+- ``one_thread``: runs a test with one intra-op thread (tiny models; see its docstring).
 - ``tmp_book``: a scratch repository root (``_config.yml``, ``_toc.yml``, ``book/``) whose
   chapters are made with ``make_notebook``; the scripts take it as their ``root``.
 """
@@ -24,6 +25,22 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def one_thread():
+    """Run the test on one intra-op thread, like each torchrun worker, and restore the count.
+
+    Tiny models gain nothing from a second thread, and on a loaded machine a pool of two
+    threads waits at every parallel operator for the thread the OS put aside, which makes such
+    tests many times slower without testing anything.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

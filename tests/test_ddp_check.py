@@ -12,17 +12,8 @@ from tricks_helpers import ddp_check, ddp_train
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models train on one intra-op thread, like each torchrun worker.
-
-    On a loaded machine a pool of two threads waits at every parallel operator for the thread
-    the OS put aside, which makes these tests many times slower without testing anything.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# tiny models train on one intra-op thread (the shared fixture in conftest.py says why)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_reference_is_deterministic_and_set_epoch_matters():

@@ -42,22 +42,20 @@ def test_executed_with_torch_is_the_requirements_pin(repo_root):
     )
 
 
+# the card's fixed lines, in order: machine facts, then the page's provenance
+CARD_KEYS = ["torch", "python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16"]
+CARD_KEYS += ["executed", "commit"]
+
+
+def test_this_machines_card_has_the_fixed_lines_in_order():
+    c = env.environment_card()
+    assert [k for k in keys(c) if k != "warning"] == CARD_KEYS
+    assert str(c).startswith("environment\n")
+
+
 def test_provenance_lines_follow_the_machine_lines_and_precede_extras():
     c = card(extras={"lmdb": "3.0"}, expected_torch="2.13.0")
-    assert keys(c) == [
-        "torch",
-        "python",
-        "device",
-        "cpu",
-        "threads",
-        "cuda",
-        "cudnn",
-        "gpu",
-        "bf16",
-        "executed",
-        "commit",
-        "lmdb",
-    ]
+    assert keys(c) == [*CARD_KEYS, "lmdb"]
     assert "  executed 2026-11-20" in c.lines() and "  commit   0123456789ab" in c.lines()
 
 

@@ -6,14 +6,8 @@ from torch import nn
 
 from tricks_helpers.resnet import RESNET18_PARAMETERS, BasicBlock, ResNet, resnet18
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small forwards run faster on one thread on a busy machine; restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# small forwards run on one intra-op thread (the shared fixture in conftest.py says why)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def n_params(model):

@@ -80,9 +80,31 @@ def aten_op_counts(
     Raises:
         TypeError: on a non-callable ``fn``.
     """
-    check_callable("aten_op_counts", "fn", fn)
-    check_bool("aten_op_counts", "grad", grad)
-    mode = _OpCounter()
+    return run_under_mode("aten_op_counts", _OpCounter(), fn, args, kwargs, grad).counts
+
+
+def run_under_mode(
+    where: str,
+    mode: TorchDispatchMode,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    grad: bool,
+) -> TorchDispatchMode:
+    """Run ``fn(*args, **kwargs)`` once under ``mode`` (and ``torch.no_grad()`` unless ``grad``).
+
+    The shared plumbing of the dispatcher-based counters (:func:`aten_op_counts` here,
+    :func:`tricks_helpers.traffic.bytes_by_op`): arguments checked in the caller's name, the
+    mode left uninstalled afterwards even when ``fn`` raises.
+
+    Returns:
+        ``mode``, holding what it counted.
+
+    Raises:
+        TypeError: on a non-callable ``fn`` or a non-bool ``grad``.
+    """
+    check_callable(where, "fn", fn)
+    check_bool(where, "grad", grad)
     with contextlib.nullcontext() if grad else torch.no_grad(), mode:
         fn(*args, **kwargs)
-    return mode.counts
+    return mode

@@ -89,26 +89,21 @@ def fuse_conv_bn_weights(
     """
     where = "fuse_conv_bn_weights"
     check_type(where, "weight", weight, torch.Tensor)
-    for name, t in (
+    per_channel = (
         ("bias", bias),
         ("running_mean", running_mean),
         ("running_var", running_var),
         ("gamma", gamma),
         ("beta", beta),
-    ):
+    )
+    for name, t in per_channel:
         if t is None and name in ("running_mean", "running_var"):
             raise TypeError(f"{where}: {name} must be a Tensor, got NoneType")
         if t is not None:
             check_type(where, name, t, torch.Tensor)
     eps = check_number(where, "eps", eps, minimum=0.0)
     out_channels = weight.shape[0]
-    for name, t in (
-        ("bias", bias),
-        ("running_mean", running_mean),
-        ("running_var", running_var),
-        ("gamma", gamma),
-        ("beta", beta),
-    ):
+    for name, t in per_channel:
         if t is not None and tuple(t.shape) != (out_channels,):
             raise ValueError(
                 f"{where}: {name} has shape {tuple(t.shape)}, "

@@ -33,7 +33,6 @@ no mode or hook installed afterwards, even when the call raises.
 from __future__ import annotations
 
 import collections
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from tricks_helpers._checks import check_bool, check_callable
+from tricks_helpers.counting import run_under_mode
 
 __all__ = ["bytes_accessed", "bytes_by_op"]
 
@@ -122,12 +122,7 @@ def bytes_by_op(
     Raises:
         TypeError: on a non-callable ``fn`` or a non-bool ``grad``.
     """
-    check_callable("bytes_by_op", "fn", fn)
-    check_bool("bytes_by_op", "grad", grad)
-    mode = _TrafficCounter()
-    with contextlib.nullcontext() if grad else torch.no_grad(), mode:
-        fn(*args, **kwargs)
-    return mode.bytes
+    return run_under_mode("bytes_by_op", _TrafficCounter(), fn, args, kwargs, grad).bytes
 
 
 def bytes_accessed(fn: Callable[..., Any], *args: Any, grad: bool = False, **kwargs: Any) -> int:
