@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.determinism (chapter 02)."""
+"""Tests of tricks_helpers.determinism (and .bitwise) (chapter 02)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,13 @@ import pytest
 import torch
 
 from tricks_helpers import determinism
+from tricks_helpers.bitwise import assert_bitwise_equal, first_difference
 from tricks_helpers.determinism import (
     DeterminismSettings,
-    assert_bitwise_equal,
     assert_reproducible,
     current_settings,
     deterministic,
     enable_determinism,
-    first_difference,
     preserved_rng,
     restore_rng,
     restore_settings,

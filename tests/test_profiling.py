@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.profiling: profiler tables and cProfile runs as plain data."""
+"""Tests of tricks_helpers.profiling (profiler tables, cProfile runs) and .traces (trace files)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from tricks_helpers import profiling
+from tricks_helpers import profiling, traces
 
 ROWS = 256
 
@@ -120,9 +120,9 @@ def test_profiler_errors(prof, call, match):
         (lambda p: profiling.range_stats(p, "slow"), "names must be a sequence of range names"),
         (lambda p: profiling.range_stats(p, ["slow", 3]), r"names\[1\] must be str"),
         (lambda p: profiling.largest_range(p, "slow"), "names must be a sequence"),
-        (lambda p: profiling.trace_event_counts(3), "path must be str or PathLike"),
-        (lambda p: profiling.trace_event_counts("t.json", category=3), "category must be str"),
-        (lambda p: profiling.trace_spans(3), "path must be str or PathLike"),
+        (lambda p: traces.trace_event_counts(3), "path must be str or PathLike"),
+        (lambda p: traces.trace_event_counts("t.json", category=3), "category must be str"),
+        (lambda p: traces.trace_spans(3), "path must be str or PathLike"),
         (lambda p: profiling.top_ops(p, by=1), "by must be str"),
         (lambda p: profiling.largest_range(p, ["slow"], by=None), "by must be str"),
         (lambda p: profiling.cprofile_stats(cProfile.Profile(), sort=2), "sort must be str"),
@@ -142,10 +142,10 @@ def test_op_stats_rejects_other_objects():
 
 def test_chrome_trace_counts(trace_path):
     path = trace_path
-    counts = profiling.trace_event_counts(path)
+    counts = traces.trace_event_counts(path)
     assert counts["slow"] == 3 and counts["fast"] == 3
     assert "aten::std" not in counts
-    assert profiling.trace_event_counts(path, category=None)["aten::std"] == 3 * ROWS
+    assert traces.trace_event_counts(path, category=None)["aten::std"] == 3 * ROWS
 
 
 def test_gzip_chrome_trace_is_read(tmp_path):
@@ -154,54 +154,54 @@ def test_gzip_chrome_trace_is_read(tmp_path):
     _record(rows=8).export_chrome_trace(str(packed))
     assert packed.read_bytes()[:2] == b"\x1f\x8b"
     plain.write_bytes(gzip.decompress(packed.read_bytes()))
-    assert profiling.trace_event_counts(plain)["slow"] == 3
-    assert profiling.trace_event_counts(packed) == profiling.trace_event_counts(plain)
-    assert profiling.trace_spans(packed) == profiling.trace_spans(plain)
+    assert traces.trace_event_counts(plain)["slow"] == 3
+    assert traces.trace_event_counts(packed) == traces.trace_event_counts(plain)
+    assert traces.trace_spans(packed) == traces.trace_spans(plain)
     renamed = tmp_path / "trace_gz_without_suffix.json"  # detected by content, not by name
     renamed.write_bytes(packed.read_bytes())
-    assert profiling.trace_event_counts(renamed) == profiling.trace_event_counts(plain)
+    assert traces.trace_event_counts(renamed) == traces.trace_event_counts(plain)
 
 
 def test_chrome_trace_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="bad.json is not JSON"):
-        profiling.trace_event_counts(bad)
+        traces.trace_event_counts(bad)
     bad.write_text(json.dumps({"events": []}))
     with pytest.raises(ValueError, match="traceEvents"):
-        profiling.trace_event_counts(bad)
+        traces.trace_event_counts(bad)
     bad.write_bytes(b"\xff\xfe\x00\x01binary")
     with pytest.raises(ValueError, match="bad.json is not a UTF-8 JSON"):
-        profiling.trace_event_counts(bad)
+        traces.trace_event_counts(bad)
     truncated = tmp_path / "cut.json.gz"
     truncated.write_bytes(gzip.compress(b'{"traceEvents": []}')[:-6])
     with pytest.raises(ValueError, match="cut.json.gz is a damaged gzip file"):
-        profiling.trace_event_counts(truncated)
+        traces.trace_event_counts(truncated)
     bad.write_text(json.dumps({"traceEvents": 3}))
     with pytest.raises(ValueError, match="traceEvents"):
-        profiling.trace_spans(bad)
+        traces.trace_spans(bad)
 
 
 def test_trace_spans_timeline(trace_path):
     path = trace_path
-    spans = profiling.trace_spans(path)
+    spans = traces.trace_spans(path)
     assert [s.name for s in spans] == ["slow", "fast"] * 3  # in time order
     assert spans[0].start_us == 0.0  # relative to the first
     assert all(s.duration_us >= 0 for s in spans)
     for a, b in zip(spans, spans[1:]):  # one thread: no overlap
         assert a.start_us + a.duration_us <= b.start_us + 1e-3
-    only_fast = profiling.trace_spans(path, names=["fast"])
+    only_fast = traces.trace_spans(path, names=["fast"])
     assert [s.name for s in only_fast] == ["fast"] * 3
     assert only_fast[0].start_us == spans[1].start_us  # same time origin
-    ops = profiling.trace_spans(path, category="cpu_op", names=["aten::neg"])
+    ops = traces.trace_spans(path, category="cpu_op", names=["aten::neg"])
     assert len(ops) == 3 and {s.category for s in ops} == {"cpu_op"}
-    everything = profiling.trace_spans(path, category=None, names=["slow", "aten::neg"])
+    everything = traces.trace_spans(path, category=None, names=["slow", "aten::neg"])
     assert {(s.name, s.category) for s in everything} == {
         ("slow", "user_annotation"),
         ("aten::neg", "cpu_op"),
     }
     with pytest.raises(ValueError, match=r"no events named \['nope'\]"):
-        profiling.trace_spans(path, names=["nope"])
+        traces.trace_spans(path, names=["nope"])
 
 
 def test_cprofile_stats_names_without_paths():

@@ -9,9 +9,11 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).
-- :mod:`tricks_helpers.seeding`: seeding, the RNG walk and ``seed_worker`` (01);
+- :mod:`tricks_helpers.seeding`: seeding and ``seed_worker`` (01);
+  :mod:`tricks_helpers.rng_walk`: the RNG objects an object holds, re-exported by it (01);
   :mod:`tricks_helpers.seeding_audit`: the worker-seeding audit, re-exported by it (01).
-- :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, bitwise checks (02).
+- :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, reproducibility
+  checks (02); :mod:`tricks_helpers.bitwise`: bit-for-bit comparison of results (02).
 - :mod:`tricks_helpers.training`: the digits data, a deterministic MLP, a seeded step loop,
   accuracy (02, 04-07, 10).
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
@@ -26,8 +28,10 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.kernels`: what runs below the ATen operators: the code Inductor
   generates, the oneDNN primitives a call executes (06).
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`, :mod:`tricks_helpers.ddp_check`:
-  torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08).
-- :mod:`tricks_helpers.profiling`: profiler results as plain data (09).
+  torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08);
+  :mod:`tricks_helpers.torchrun_cli`: the torchrun command line, re-exported by launch (08).
+- :mod:`tricks_helpers.profiling`: profiler results as plain data (09);
+  :mod:`tricks_helpers.traces`: the trace file it exports, read back as counts and a timeline (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
   cost behind ShuffleNetV2's guidelines (10).
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "check_type",
     "check_choice",
     "check_bool",
+    "check_names",
 ]
 
 
@@ -148,3 +149,21 @@ def check_choice(where: str, name: str, value: Any, choices: Collection[Any]) ->
         listed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{_prefix(where)}{name} must be one of {listed}; got {value!r}")
     return value
+
+
+def check_names(where: str, names: Any) -> None:
+    """Check ``names`` is a non-empty sequence of strings (and not one string).
+
+    Raises:
+        TypeError: ``names`` is one string, not a sequence, or holds a non-string.
+        ValueError: ``names`` is empty.
+    """
+    if isinstance(names, (str, bytes)):
+        raise TypeError(
+            f"{where}: names must be a sequence of range names such as [{names!r}], not one string"
+        )
+    check_type(where, "names", names, Sequence)
+    if not names:
+        raise ValueError(f"{where}: names must be a non-empty sequence of range names")
+    for i, name in enumerate(names):
+        check_type(where, f"names[{i}]", name, str)
