@@ -1,13 +1,17 @@
 # The two commands of this repository (see README.md):
-#   make book   set up .venv, build the HTML book into _build/html from the stored outputs
-#   make test   set up .venv, build the book, run the unit tests, nbval over every notebook
-#               and the browser test of the built book
+#   make book   set up .venv, regenerate the results page, build the HTML book into _build/html
+#   make test   set up .venv, lint (ruff), audit the stored notebooks, build the book, then run
+#               the unit tests, nbval over every notebook and the browser test of the built book
 # For authors:
 #   make execute NB=book/01_dataloader_seeding.ipynb   re-execute notebooks in place (all if NB is empty)
-#   make results   regenerate book/results.md from the stored outputs
-#   make colab     re-stamp the Colab set-up cell (then re-execute the notebooks)
+#   make results   regenerate book/results.md and its chart from the stored outputs
+#   make colab     re-stamp the Colab set-up cell (no re-execution needed: its local output is unchanged)
+#   make markers   turn '# NBVAL_*' comment markers into nbval cell tags (no re-execution needed)
+#   make audit     audit the stored notebooks (order, errors, share compared, figures, verdict lines)
+#   make lint      ruff check + ruff format --check (make format applies both fixes)
 #   make canary    run the notebooks with DeprecationWarning/FutureWarning as errors
-#   make audit     audit the stored notebooks (order, errors, share of outputs checked)
+#   make newest    execute every notebook (no output comparison, nothing written) under the newest
+#                  torch the registry serves (NEWEST_TORCH, in its own venv .venv-newest, ~6 GB)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -15,9 +19,16 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 NB     ?=
 
+# The newest torch release pip serves on this machine (capped at 2.14.1 here). Override with
+# `make newest NEWEST_TORCH=2.15.0` where the registry serves a newer one.
+NEWEST_TORCH ?= 2.14.1
+NEWEST_VENV  := .venv-newest
+NEWEST_STAMP := $(NEWEST_VENV)/.installed-stamp-$(NEWEST_TORCH)
+
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
-.PHONY: venv book test unit nbval execute results colab canary audit browser-deps clean
+.PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest \
+	browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,9 +51,25 @@ book: results
 browser-deps:
 	@bash scripts/install_chromium.sh
 
+# The fast checks run first, so a style slip or an untrustworthy stored notebook fails in
+# seconds, before the book build and the notebook re-execution (minutes).
 test: venv browser-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/audit_notebooks.py
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python -m pytest $(PYTEST_NBVAL) -v
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: venv
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+audit: venv
+	$(BIN)/python scripts/audit_notebooks.py
 
 unit: venv
 	$(BIN)/python -m pytest tests
@@ -56,11 +83,25 @@ execute: venv
 colab: venv
 	$(BIN)/python scripts/colab_cell.py
 
+markers: venv
+	$(BIN)/python scripts/convert_markers.py
+
 canary: venv
 	$(BIN)/python scripts/deprecation_canary.py $(NB)
 
-audit:
-	$(PYTHON) ../shared/tools/nbaudit.py book
+# Its own venv: the book's pins, except torch (NEWEST_TORCH, a CUDA build of ~5.5 GB on x86_64).
+$(NEWEST_STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	grep -v '^torch==' requirements.txt > $(NEWEST_VENV)/requirements-newest.txt
+	$(NEWEST_VENV)/bin/python -m pip install --quiet "torch==$(NEWEST_TORCH)" \
+		-r $(NEWEST_VENV)/requirements-newest.txt
+	$(NEWEST_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	rm -f $(NEWEST_VENV)/.installed-stamp-*
+	touch $@
+
+newest: $(NEWEST_STAMP)
+	$(NEWEST_VENV)/bin/python scripts/run_notebooks.py --no-write --keep-going $(NB)
 
 clean:
 	rm -rf _build

@@ -1,6 +1,6 @@
 """Deprecation canary: what in the book will break on the next torch?
 
-    python scripts/deprecation_canary.py [NOTEBOOK ...]     (default: every chapter)
+    python scripts/deprecation_canary.py [NOTEBOOK ...]     (default: every chapter of _toc.yml)
 
 Runs the unit tests and every chapter notebook with ``DeprecationWarning`` and
 ``FutureWarning`` turned into errors (``PYTHONWARNINGS`` for the kernels, ``-W`` for
@@ -21,7 +21,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
+from find_notebooks import ROOT, notebooks_from_args
+
 CATEGORIES = ("DeprecationWarning", "FutureWarning")
 WARNOPTIONS = ",".join(f"error::{c}" for c in CATEGORIES)
 
@@ -29,8 +30,13 @@ WARNOPTIONS = ",".join(f"error::{c}" for c in CATEGORIES)
 def canary_notebook(path: Path) -> list[str]:
     """Execute a copy of ``path`` with deprecations as errors; return one line per hit."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()  # the executed copy stays in memory; the file on disk is not written
     hits = []
     for i, cell in enumerate(nb.cells):
@@ -43,11 +49,25 @@ def canary_notebook(path: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     os.environ["PYTHONWARNINGS"] = WARNOPTIONS
-    paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-    unit = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests",
-                           "--deselect", "tests/test_book_browser.py",
-                           *[x for c in CATEGORIES for x in ("-W", f"error::{c}")]], cwd=ROOT)
-    hits = [] if unit.returncode == 0 else ["unit tests: failed with deprecations as errors (see above)"]
+    paths = notebooks_from_args(argv)
+    unit = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "tests",
+            "--deselect",
+            "tests/test_book_browser.py",
+            *[x for c in CATEGORIES for x in ("-W", f"error::{c}")],
+        ],
+        cwd=ROOT,
+    )
+    hits = (
+        []
+        if unit.returncode == 0
+        else ["unit tests: failed with deprecations as errors (see above)"]
+    )
     for path in paths:
         print(f"canary: {path.name} ...", flush=True)
         hits += canary_notebook(path)

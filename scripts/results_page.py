@@ -1,34 +1,77 @@
-"""Generate the book's results page from the stored, nbval-checked notebook outputs.
+"""Generate the book's results page and its chart from the stored notebook outputs.
 
-    python scripts/results_page.py            write book/results.md
-    python scripts/results_page.py --check    exit 1 if book/results.md is stale
+    python scripts/results_page.py            write book/results.md and book/results_speedups.svg
+    python scripts/results_page.py --check    exit 1 if either is stale
 
-Nothing on the page is typed: every row is a verdict line a chapter printed, read back
-from the notebook's stored outputs (which nbval keeps equal to what the code does), next
-to the torch version, device, CPU and thread count from that chapter's environment card.
+Nothing on the page is typed: every row is a measured verdict a chapter printed, read back
+from the notebook's stored outputs, beside the machine card of that chapter (torch, device,
+CPU, threads, GPU, bf16, the date it was executed and the commit). Two forms are read, both
+printed by :mod:`tricks_helpers.bench`:
 
-A verdict line is any output line ending in ``-> VERDICT`` (upper-case words), e.g. the
-``[bench]`` lines of ``tricks_helpers.bench.compare``.
+- a verdict line (``bench.VERDICT_LINE_RE``) and the indented details line under it,
+  ``FASTER 1.22x [1.15-1.31] conv+BN fusion, batch 1 (cpu, 2 threads)`` then
+  ``  baseline ~1.47 ms, trick ~1.21 ms; 31 rounds x 5 calls``;
+- the rows of a ``bench.table`` (header ``what  baseline  trick  speed-up [95% interval]
+  verdict``), whose device and threads are the chapter card's.
+
+A comparison printed both ways is kept once. The chart shows every row's speed-up with its
+interval, grouped by chapter, on a log scale with 1.0 and the noise threshold marked. The
+page is compared as text by ``--check``; the chart is checked by its data (a digest of the
+plotted rows written into the SVG's metadata), not by its bytes, so a matplotlib or font
+difference does not make it stale while a changed measurement does.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BOOK = ROOT / "book"
-PAGE = BOOK / "results.md"
+from find_notebooks import ROOT, chapter_notebooks
+from tricks_helpers.bench import NOISE_THRESHOLD, VERDICT_LINE_RE, VERDICTS, fmt_ratio
 
-VERDICT_LINE = re.compile(r"^(?P<claim>\S.*?)\s+->\s+(?P<verdict>[A-Z][A-Z0-9 _-]*[A-Z0-9])\s*$")
-BENCH_LINE = re.compile(
-    r"^\[bench\] (?P<label>.+?): baseline (?P<baseline>~\S+(?: \w+)?), trick (?P<trick>~\S+(?: \w+)?), "
-    r"speed-up (?P<ratio>~\S+x) \[(?P<device>[^\]]*)\]$")
-CARD_LINE = re.compile(r"^  (?P<key>torch|device|cpu|threads|gpu|bf16) +(?P<value>.+)$")
+PAGE_NAME = "results.md"
+CHART_NAME = "results_speedups.svg"
+
+_RATIO = r"\d+(?:\.\d+)?"
+_TIME = r"~\S+ (?:ns|us|ms|s)"
+DETAILS_RE = re.compile(
+    rf"^  baseline (?P<baseline>{_TIME}), trick (?P<trick>{_TIME}); (?P<rounds>\d+) rounds"
+    r"(?: x (?P<calls>\d+) calls)?"
+)
+TABLE_HEAD_RE = re.compile(r"^what\s+baseline\s+trick\s+speed-up \[95% interval\]\s+verdict$")
+TABLE_ROW_RE = re.compile(
+    rf"^(?P<label>\S.*?)\s+(?P<baseline>{_TIME})\s+(?P<trick>{_TIME})\s+"
+    rf"(?P<ratio>{_RATIO})x \[(?P<lo>{_RATIO})-(?P<hi>{_RATIO})\]\s+"
+    rf"(?P<verdict>{'|'.join(VERDICTS)})$"
+)
+CARD_RE = re.compile(
+    r"^  (?P<key>torch|device|cpu|threads|gpu|bf16|executed|commit|warning) +(?P<value>.+)$"
+)
+DIGEST_RE = re.compile(r"results-data-sha256 ([0-9a-f]{64})")
+
+
+@dataclass
+class Row:
+    """One measured verdict."""
+
+    label: str
+    verdict: str
+    ratio: float
+    lo: float
+    hi: float
+    baseline: str = ""
+    trick: str = ""
+    rounds: str = ""
+    where: str = ""
+
+    def key(self) -> tuple:
+        """What identifies one comparison, whichever way it was printed."""
+        return (self.ratio, self.lo, self.hi, self.baseline, self.trick)
 
 
 @dataclass
@@ -38,7 +81,7 @@ class Chapter:
     notebook: str
     title: str
     card: dict[str, str] = field(default_factory=dict)
-    verdicts: list[dict[str, str]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
 
 
 def _text(value) -> str:
@@ -55,8 +98,54 @@ def _output_lines(cell) -> list[str]:
     return lines
 
 
+def parse_lines(lines: list[str], card: dict[str, str]) -> list[Row]:
+    """The measured verdicts in one cell's output lines (verdict lines and table rows)."""
+    rows: list[Row] = []
+    in_table = False
+    default_where = f"{card.get('device', '?')}, {card.get('threads', '?')} threads"
+    for i, line in enumerate(lines):
+        line = line.rstrip()
+        m = VERDICT_LINE_RE.match(line)
+        if m:
+            in_table = False
+            row = Row(
+                label=m["label"],
+                verdict=m["verdict"],
+                ratio=float(m["ratio"]),
+                lo=float(m["lo"]),
+                hi=float(m["hi"]),
+                where=f"{m['device']}, {m['threads']} threads",
+            )
+            d = DETAILS_RE.match(lines[i + 1]) if i + 1 < len(lines) else None
+            if d:
+                row.baseline, row.trick = d["baseline"], d["trick"]
+                row.rounds = d["rounds"] + (f" x {d['calls']}" if d["calls"] else "")
+            rows.append(row)
+            continue
+        if TABLE_HEAD_RE.match(line):
+            in_table = True
+            continue
+        t = TABLE_ROW_RE.match(line) if in_table else None
+        if t:
+            rows.append(
+                Row(
+                    label=t["label"],
+                    verdict=t["verdict"],
+                    ratio=float(t["ratio"]),
+                    lo=float(t["lo"]),
+                    hi=float(t["hi"]),
+                    baseline=t["baseline"],
+                    trick=t["trick"],
+                    where=default_where,
+                )
+            )
+        else:
+            in_table = False
+    return rows
+
+
 def read_chapter(path: Path) -> Chapter:
-    """Read a notebook's title, environment card and verdict lines.
+    """Read a notebook's title, environment card and measured verdicts.
 
     Raises:
         ValueError: if the file is not a notebook or has no ``# `` title.
@@ -76,109 +165,283 @@ def read_chapter(path: Path) -> Chapter:
     if title is None:
         raise ValueError(f"{path.name}: no '# Title' heading in any markdown cell")
     chapter = Chapter(notebook=path.stem, title=title)
+    seen: set[tuple] = set()
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
         lines = _output_lines(cell)
-        source_lines = [line.strip() for line in _text(cell.get("source")).splitlines()]
-        compared = "# NBVAL_IGNORE_OUTPUT" not in source_lines
         if not chapter.card and "environment" in lines:
-            start = lines.index("environment")
-            for line in lines[start + 1:]:
-                m = CARD_LINE.match(line)
+            for line in lines[lines.index("environment") + 1 :]:
+                m = CARD_RE.match(line)
                 if m:
                     chapter.card[m["key"]] = m["value"]
                 elif not line.startswith("  "):
                     break
-        for line in lines:
-            m = VERDICT_LINE.match(line.strip())
-            if not m:
-                continue
-            row = {"claim": m["claim"], "verdict": m["verdict"],
-                   "compared": "yes" if compared else "no (varies by machine)"}
-            b = BENCH_LINE.match(m["claim"])
-            if b:
-                row.update(b.groupdict())
-                row["claim"] = b["label"]
-            chapter.verdicts.append(row)
+        for row in parse_lines(lines, chapter.card):
+            if row.key() not in seen:
+                seen.add(row.key())
+                chapter.rows.append(row)
     return chapter
 
 
-def toc_notebooks(root: Path = ROOT) -> list[Path]:
-    """The chapter notebooks in ``_toc.yml`` order."""
-    toc = (root / "_toc.yml").read_text(encoding="utf-8")
-    paths = []
-    for name in re.findall(r"^\s*- file: (\S+)\s*$", toc, flags=re.M):
-        p = root / f"{name}.ipynb"
-        if p.is_file():
-            paths.append(p)
-    return paths
+def chart_data(chapters: list[Chapter]) -> list[dict]:
+    """What the chart plots, in plotting order (also what its digest covers)."""
+    return [
+        {
+            "chapter": ch.title,
+            "label": r.label,
+            "verdict": r.verdict,
+            "ratio": r.ratio,
+            "lo": r.lo,
+            "hi": r.hi,
+        }
+        for ch in chapters
+        for r in ch.rows
+    ]
+
+
+def data_digest(chapters: list[Chapter]) -> str:
+    """SHA-256 of the chart's data and threshold (stable across matplotlib versions)."""
+    payload = json.dumps(
+        {"threshold": NOISE_THRESHOLD, "rows": chart_data(chapters)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _plain_title(title: str, width: int = 70) -> str:
+    """A chapter title without markdown marks, cut to ``width`` characters for the chart."""
+    text = re.sub(r"[`*]", "", title)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_STYLE = {  # verdict -> (colour, marker): distinguishable without colour too
+    "FASTER": ("#1b7837", "o"),
+    "SLOWER": ("#b2182b", "s"),
+    "NO CLEAR DIFFERENCE": ("#636363", "D"),
+}
+
+
+def render_chart(chapters: list[Chapter], path: Path) -> None:
+    """Draw every row's speed-up and interval, grouped by chapter, into an SVG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    rows = chart_data(chapters)
+    groups = [ch for ch in chapters if ch.rows]
+    height = 1.4 + 0.26 * len(rows) + 0.32 * len(groups)
+    with plt.rc_context({"svg.hashsalt": "results-page", "svg.fonttype": "none", "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(7.5, height))
+        y, ticks, labels = 0.0, [], []
+        for ch in groups:
+            y -= 0.5
+            ax.text(
+                0.005,
+                y,
+                _plain_title(ch.title),
+                transform=ax.get_yaxis_transform(),
+                ha="left",
+                va="center",
+                fontweight="bold",
+                zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+            )
+            y -= 0.8
+            for r in ch.rows:
+                colour, marker = _STYLE[r.verdict]
+                ax.errorbar(
+                    [r.ratio],
+                    [y],
+                    xerr=[[r.ratio - r.lo], [r.hi - r.ratio]],
+                    fmt=marker,
+                    color=colour,
+                    ecolor=colour,
+                    capsize=3,
+                    markersize=5,
+                )
+                ticks.append(y)
+                labels.append(r.label if len(r.label) <= 48 else r.label[:47] + "…")
+                y -= 1.0
+        ax.set_xscale("log")
+        lo = min([r["lo"] for r in rows] + [1 / NOISE_THRESHOLD]) / 1.3
+        hi = max([r["hi"] for r in rows] + [NOISE_THRESHOLD]) * 1.3
+        ax.set_xlim(lo, hi)
+        steps = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]
+        xticks = [t for t in steps if lo <= t <= hi]
+        if hi / lo < 20:  # a narrow range: label the threshold lines too
+            xticks = sorted(set(xticks) | {NOISE_THRESHOLD, 1 / NOISE_THRESHOLD})
+        ax.xaxis.set_major_locator(FixedLocator(xticks))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:.2g}x"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.axvline(1.0, color="black", linewidth=1.0)
+        for x in (NOISE_THRESHOLD, 1 / NOISE_THRESHOLD):
+            ax.axvline(x, color="black", linewidth=0.8, linestyle="--")
+        ax.set_yticks(ticks, labels)
+        ax.set_ylim(y + 0.3, 0.0)
+        ax.set_xlabel(
+            f"speed-up (baseline time / trick time), log scale; dashed: noise "
+            f"threshold {NOISE_THRESHOLD:g}x and 1/{NOISE_THRESHOLD:g}x"
+        )
+        handles = [
+            plt.Line2D([], [], color=c, marker=m, linestyle="", label=v)
+            for v, (c, m) in _STYLE.items()
+        ]
+        ax.legend(
+            handles=handles,
+            loc="lower center",
+            bbox_to_anchor=(0.5, 1.0),
+            ncol=3,
+            fontsize=8,
+            frameon=False,
+        )
+        ax.grid(axis="x", which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(
+            path,
+            format="svg",
+            metadata={
+                "Date": None,
+                "Title": "Speed-ups measured in the chapters",
+                "Description": f"results-data-sha256 {data_digest(chapters)}",
+            },
+        )
+        plt.close(fig)
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _card_line(ch: Chapter) -> str:
+    c = ch.card
+    text = (
+        f"Measured with torch {c.get('torch', '?')} on {c.get('device', '?')} "
+        f"({c.get('cpu', '?')}, {c.get('threads', '?')} threads; GPU: {c.get('gpu', 'none')}; "
+        f"bf16: {c.get('bf16', '?')})"
+    )
+    if "executed" in c or "commit" in c:
+        text += f", executed {c.get('executed', '?')} at commit {c.get('commit', '?')}"
+    return text + f". Chapter: {{doc}}`{ch.notebook}`."
+
+
 def render(chapters: list[Chapter]) -> str:
     """The results page as MyST markdown."""
+    rows = [r for ch in chapters for r in ch.rows]
     out = [
         "# Results: which tricks paid off where",
         "",
         "```{note}",
         "This page is generated by `scripts/results_page.py` from the stored outputs of the",
-        "chapters (the outputs `make test` re-executes and compares with nbval). Do not edit",
-        "it by hand. `~` marks a measured value; the verdict was decided by code in the chapter.",
-        "*Compared by CI* says whether nbval compares that verdict word on every run; where it",
-        "does not, the verdict varies with the machine's load or hardware and the chapter asserts",
-        "only what holds everywhere.",
+        "chapters; do not edit it by hand. Each row is one measured comparison: the median of the",
+        "per-round speed-ups (baseline time / trick time) with its 95% interval, and the verdict",
+        "the chapter's code decided from that interval against the book's one noise threshold",
+        f"({NOISE_THRESHOLD:g}x). `~` marks a measured value. Verdicts are measurements: they are",
+        "shown, not compared by CI, and can differ on another machine or under load. What CI",
+        "compares is each chapter's invariants (counts, bytes, FLOPs, equalities).",
         "```",
         "",
     ]
-    counts: dict[str, int] = {}
-    for ch in chapters:
-        for row in ch.verdicts:
-            counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
-    total = sum(counts.values())
-    out += [f"{total} verdicts from {len(chapters)} chapters: "
-            + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ".", ""]
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    with_rows = sum(bool(ch.rows) for ch in chapters)
+    out += [
+        f"{len(rows)} measured verdicts from {with_rows} of {len(chapters)} chapters: "
+        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + ".",
+        "",
+    ]
+    if rows:
+        out += [
+            f"```{{figure}} {CHART_NAME}",
+            ":name: fig-results-speedups",
+            ":alt: One marker per measured trick with a horizontal bar for its 95% interval, "
+            "grouped by chapter, on a logarithmic speed-up axis with a solid line at 1 "
+            "(no change) and dashed lines at the noise threshold and its inverse.",
+            "",
+            "Every measured speed-up with its 95% interval, by chapter (log scale). Right of "
+            f"the dashed line at {NOISE_THRESHOLD:g}x with its whole interval: FASTER; left of "
+            f"1/{NOISE_THRESHOLD:g}x: SLOWER; otherwise NO CLEAR DIFFERENCE.",
+            "```",
+            "",
+        ]
     for ch in chapters:
         out += [f"## {ch.title}", ""]
-        card = ch.card
-        if card:
-            out += [f"Measured with torch {card.get('torch', '?')} on {card.get('device', '?')} "
-                    f"({card.get('cpu', '?')}, {card.get('threads', '?')} threads; "
-                    f"GPU: {card.get('gpu', 'none')}; bf16: {card.get('bf16', '?')}). "
-                    f"Chapter: {{doc}}`{ch.notebook}`.", ""]
-        if not ch.verdicts:
-            out += ["This chapter prints no verdict lines.", ""]
+        if ch.card:
+            out += [_card_line(ch), ""]
+        if not ch.rows:
+            out += ["This chapter prints no measured verdicts.", ""]
             continue
-        out += ["| claim | baseline | trick | speed-up | where | verdict | compared by CI |",
-                "| --- | --- | --- | --- | --- | --- | --- |"]
-        for row in ch.verdicts:
-            out.append("| " + " | ".join(_cell(row.get(k, "")) for k in
-                                         ("claim", "baseline", "trick", "ratio", "device", "verdict",
-                                          "compared")) + " |")
+        out += [
+            "| what | baseline | trick | speed-up [95% interval] | verdict | where |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in ch.rows:
+            speedup = f"{fmt_ratio(r.ratio)}x [{fmt_ratio(r.lo)}-{fmt_ratio(r.hi)}]"
+            cells = (r.label, r.baseline or "?", r.trick or "?", speedup, r.verdict, r.where)
+            out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def chart_digest(path: Path) -> str | None:
+    """The data digest written into a chart SVG, or None if absent."""
+    if not path.is_file():
+        return None
+    m = DIGEST_RE.search(path.read_text(encoding="utf-8", errors="replace"))
+    return m.group(1) if m else None
+
+
+def stale(chapters: list[Chapter], book: Path) -> list[str]:
+    """Why the committed page or chart do not match the stored outputs (empty: up to date)."""
+    problems = []
+    page = book / PAGE_NAME
+    if (page.read_text(encoding="utf-8") if page.exists() else "") != render(chapters):
+        problems.append(f"{PAGE_NAME} differs from the stored outputs")
+    chart = book / CHART_NAME
+    if any(ch.rows for ch in chapters):
+        if chart_digest(chart) != data_digest(chapters):
+            problems.append(f"{CHART_NAME} is missing or plots other data")
+    elif chart.exists():
+        problems.append(f"{CHART_NAME} exists but no chapter prints a measured verdict")
+    return problems
+
+
+def write(chapters: list[Chapter], book: Path) -> None:
+    """Write the page and (re)draw the chart, atomically."""
+    page = book / PAGE_NAME
+    tmp = page.with_suffix(".md.tmp")
+    tmp.write_text(render(chapters), encoding="utf-8")
+    tmp.replace(page)
+    chart = book / CHART_NAME
+    if any(ch.rows for ch in chapters):
+        tmp = chart.with_name(chart.name + ".tmp")
+        render_chart(chapters, tmp)
+        tmp.replace(chart)
+    elif chart.exists():
+        chart.unlink()
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if book/results.md is stale")
+    parser.add_argument("--check", action="store_true", help="fail if the page or chart is stale")
     args = parser.parse_args(argv)
-    page = render([read_chapter(p) for p in toc_notebooks()])
+    chapters = [read_chapter(p) for p in chapter_notebooks(root)]
+    book = root / "book"
     if args.check:
-        current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
-        if current != page:
-            print("results_page: book/results.md is stale; run `python scripts/results_page.py`",
-                  file=sys.stderr)
-            return 1
-        print("results_page: book/results.md is up to date")
-        return 0
-    tmp = PAGE.with_suffix(".md.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(PAGE)
-    print(f"results_page: wrote {PAGE.relative_to(ROOT)}")
+        problems = stale(chapters, book)
+        for problem in problems:
+            print(f"results_page: {problem}; run `python scripts/results_page.py`", file=sys.stderr)
+        if not problems:
+            print("results_page: book/results.md and its chart are up to date")
+        return 1 if problems else 0
+    write(chapters, book)
+    print(
+        f"results_page: wrote book/{PAGE_NAME}"
+        + (f" and book/{CHART_NAME}" if any(ch.rows for ch in chapters) else "")
+    )
     return 0
 
 

@@ -1,52 +1,140 @@
-"""Re-execute the book's notebooks top to bottom, in place, and report each one's time.
+"""Re-execute the book's notebooks top to bottom and report each one's time.
 
-    python scripts/run_notebooks.py [NOTEBOOK ...]     (default: every book/*.ipynb)
+    python scripts/run_notebooks.py [NOTEBOOK ...]                 execute in place
+    python scripts/run_notebooks.py --no-write --keep-going [...]  only try them (make newest)
 
-Uses the current Python environment's kernel (like ``pytest --nbval-current-env``), runs
-each notebook in its own directory, and stops at the first failing cell, leaving the
-notebook on disk untouched in that case. This is the only way stored outputs are made.
+Default: every chapter of ``_toc.yml``, in reading order. Uses the current Python
+environment's kernel (like ``pytest --nbval-current-env``) and runs each notebook in its own
+directory. In place, it stops at the first failing cell and leaves that notebook on disk
+untouched: this is the only way stored outputs are made. With ``--no-write`` nothing is
+written: the executed copy stays in memory, which is how ``make newest`` checks that every
+chapter still runs under another torch without comparing outputs. ``--keep-going`` goes on
+with the next notebook after a failure. A summary table ends the run: one line per notebook
+with its status, time, and the first failing cell with its error.
 """
 
 from __future__ import annotations
 
+import argparse
+import platform
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-ROOT = Path(__file__).resolve().parent.parent
+from find_notebooks import notebooks_from_args
 
 
-def execute(path: Path, timeout: int = 600) -> float:
+@dataclass
+class Outcome:
+    """What executing one notebook gave."""
+
+    name: str
+    seconds: float
+    error: str = ""  # empty when every cell ran
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def line(self, width: int) -> str:
+        status = "ok" if self.ok else "FAILED"
+        text = f"{self.name:<{width}}  {status:<6}  {self.seconds:6.1f} s"
+        return f"{text}  {self.error}" if self.error else text
+
+
+def first_error(nb: nbformat.NotebookNode) -> str:
+    """``cell N: Name: first line`` for the first code cell holding an error output."""
+    code_index = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        code_index += 1
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                message = (out.get("evalue") or "").strip().splitlines()
+                first = message[0][:160] if message else ""
+                return f"code cell {code_index}: {out.get('ename')}: {first}"
+    return ""
+
+
+def execute(path: Path, *, write: bool = True, timeout: int = 600) -> Outcome:
+    """Execute ``path`` top to bottom; write it back only if ``write`` and every cell ran."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     start = time.perf_counter()
-    client.execute()
+    try:
+        client.execute()
+    except CellTimeoutError as exc:
+        return Outcome(
+            path.name,
+            time.perf_counter() - start,
+            f"timeout after {timeout} s per cell: {str(exc).splitlines()[0]}",
+        )
+    except CellExecutionError:
+        return Outcome(path.name, time.perf_counter() - start, first_error(nb) or "a cell failed")
     elapsed = time.perf_counter() - start
-    tmp = path.with_suffix(".ipynb.tmp")
-    nbformat.write(nb, tmp)
-    tmp.replace(path)
-    return elapsed
+    if write:
+        tmp = path.with_suffix(".ipynb.tmp")
+        nbformat.write(nb, tmp)
+        tmp.replace(path)
+    return Outcome(path.name, elapsed)
 
 
-def main(argv: list[str]) -> int:
-    paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "book").glob("[0-9]*.ipynb"))
-    if not paths:
-        print("run_notebooks: no notebooks found", file=sys.stderr)
+def summary(outcomes: list[Outcome]) -> str:
+    """The closing table: one line per notebook, then a count."""
+    import torch  # the torch the kernels ran with: the same environment as this process
+
+    width = max(len(o.name) for o in outcomes)
+    failed = [o for o in outcomes if not o.ok]
+    lines = [f"summary: torch {torch.__version__}, Python {platform.python_version()}"]
+    lines += [o.line(width) for o in outcomes]
+    lines.append(
+        f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran without error"
+        + (f"; failed: {', '.join(o.name for o in failed)}" if failed else "")
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter)")
+    parser.add_argument(
+        "--no-write", action="store_true", help="execute in memory only; never write a notebook"
+    )
+    parser.add_argument(
+        "--keep-going", action="store_true", help="go on with the next notebook after a failure"
+    )
+    args = parser.parse_args(argv)
+    try:
+        paths = notebooks_from_args(args.notebooks)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"run_notebooks: {exc}", file=sys.stderr)
         return 1
-    for p in paths:
-        if not p.is_file():
-            print(f"run_notebooks: no such notebook: {p}", file=sys.stderr)
-            return 1
-    for p in paths:
-        print(f"executing {p.name} ...", flush=True)
-        seconds = execute(p)
-        print(f"  done in {seconds:.1f} s", flush=True)
-    return 0
+    outcomes = []
+    for path in paths:
+        print(f"executing {path.name} ...", flush=True)
+        outcome = execute(path, write=not args.no_write)
+        outcomes.append(outcome)
+        print(
+            f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
+            + (f": {outcome.error}" if outcome.error else ""),
+            flush=True,
+        )
+        if not outcome.ok and not args.keep_going:
+            break
+    print(summary(outcomes), flush=True)
+    return 0 if all(o.ok for o in outcomes) and len(outcomes) == len(paths) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

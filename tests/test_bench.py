@@ -1,5 +1,6 @@
-"""Tests of tricks_helpers.bench: timing, verdicts and the fixed-format line."""
+"""Tests of tricks_helpers.bench: timing, intervals, verdicts, bounds and the printed lines."""
 
+import math
 import re
 import time
 from pathlib import Path
@@ -21,6 +22,18 @@ def sleeper(seconds):
     return lambda: time.sleep(seconds)
 
 
+def fake(label="fake", ratios=(1.2,) * 9, base=1e-3):
+    """A Comparison with chosen per-round ratios (no timing)."""
+    b = tuple(base for _ in ratios)
+    return bench.Comparison(
+        label=label,
+        baseline=bench.Measurement(b, "cpu"),
+        trick=bench.Measurement(tuple(base / r for r in ratios), "cpu"),
+        ratios=tuple(ratios),
+        threads=2,
+    )
+
+
 def test_measure_counts_warmup_and_repeats():
     calls = []
     m = bench.measure(lambda: calls.append(1), repeats=5, number=3, warmup=2, device="cpu")
@@ -31,7 +44,7 @@ def test_measure_counts_warmup_and_repeats():
 
 def test_measure_times_sleep_roughly():
     m = bench.measure(sleeper(0.01), repeats=3, warmup=0)
-    assert 0.009 < m.median < 0.1
+    assert 0.009 < m.median < 0.5
 
 
 def test_measurement_statistics():
@@ -42,105 +55,323 @@ def test_measurement_statistics():
     assert bench.Measurement((2.0,), "cpu").spread == 0.0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(repeats=0), "repeats must be an integer >= 1"),
-    (dict(number=0), "number must be an integer >= 1"),
-    (dict(warmup=-1), "warmup must be an integer >= 0"),
-    (dict(repeats=2.5), "repeats must be an integer"),
-    (dict(repeats=True), "repeats must be an integer"),
-])
-def test_measure_rejects_bad_counts(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(repeats=0), ValueError, "repeats must be an integer >= 1"),
+        (dict(number=0), ValueError, "number must be an integer >= 1"),
+        (dict(warmup=-1), ValueError, "warmup must be an integer >= 0"),
+        (dict(repeats=2.5), TypeError, "repeats must be an integer"),
+        (dict(repeats=True), TypeError, "repeats must be an integer"),
+    ],
+)
+def test_measure_rejects_bad_counts(kwargs, error, match):
+    with pytest.raises(error, match=match):
         bench.measure(lambda: None, **kwargs)
 
 
 def test_measure_rejects_non_callable():
-    with pytest.raises(ValueError, match="fn must be callable"):
+    with pytest.raises(TypeError, match="fn must be callable"):
         bench.measure(42)
 
 
-@pytest.mark.parametrize("ratio, verdict", [
-    (2.0, bench.FASTER), (1.15, bench.FASTER), (1.14, bench.NO_CLEAR_DIFFERENCE),
-    (1.0, bench.NO_CLEAR_DIFFERENCE), (0.87, bench.NO_CLEAR_DIFFERENCE), (0.86, bench.SLOWER),
-])
-def test_decide(ratio, verdict):
-    assert bench.decide(ratio, 1.15) == verdict
+@pytest.mark.parametrize("n, k", [(1, 1), (5, 1), (6, 1), (9, 2), (15, 4), (31, 10)])
+def test_median_interval_order_statistics(n, k):
+    values = list(range(1, n + 1))
+    lo, hi = bench.median_interval(values)
+    assert (lo, hi) == (k, n + 1 - k)
+    # the coverage of the chosen order statistics is at least 95% (or it is the full range)
+    coverage = 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+    assert coverage >= 0.95 or (lo, hi) == (1, n)
 
 
-@pytest.mark.parametrize("ratio, threshold, match", [
-    (1.0, 1.0, "threshold must be > 1"), (0.0, 1.2, "ratio must be a positive"),
-    (float("nan"), 1.2, "ratio must be a positive"),
-])
-def test_decide_rejects_bad_input(ratio, threshold, match):
-    with pytest.raises(ValueError, match=match):
-        bench.decide(ratio, threshold)
+def test_median_interval_contains_median_and_rejects_bad_input():
+    vals = [1.3, 0.9, 1.1, 1.2, 1.25, 1.0, 5.0]
+    lo, hi = bench.median_interval(vals)
+    assert lo <= sorted(vals)[3] <= hi
+    with pytest.raises(ValueError, match="no values"):
+        bench.median_interval([])
+    with pytest.raises(ValueError, match="confidence"):
+        bench.median_interval([1.0], confidence=1.5)
 
 
-def test_compare_finds_a_clear_speedup(capsys):
-    result = bench.compare("sleep 20 ms vs 2 ms", sleeper(0.02), sleeper(0.002),
-                           repeats=3, warmup=1, device="cpu")
-    assert result.verdict == bench.FASTER
-    assert result.ratio > 3
-    line = capsys.readouterr().out.strip()
-    assert line == result.line()
-    assert sanitize(line) == ("[bench] sleep 20 ms vs 2 ms: baseline ~N, trick ~N, speed-up ~Nx "
-                              "[DEVICE] -> FASTER")
+@pytest.mark.parametrize(
+    "lo, hi, verdict",
+    [
+        (1.15, 1.31, bench.FASTER),
+        (1.10, 2.0, bench.FASTER),
+        (1.09, 2.0, bench.NO_CLEAR_DIFFERENCE),
+        (0.5, 1.5, bench.NO_CLEAR_DIFFERENCE),
+        (0.5, 1 / 1.10, bench.SLOWER),
+        (0.5, 0.92, bench.NO_CLEAR_DIFFERENCE),
+        (12.0, math.inf, bench.FASTER),
+    ],
+)
+def test_decide_uses_the_interval_and_one_threshold(lo, hi, verdict):
+    assert bench.decide(lo, hi) == verdict
 
 
-def test_compare_finds_a_slowdown_and_can_stay_quiet(capsys):
-    result = bench.compare("slow", sleeper(0.002), sleeper(0.02), repeats=3, warmup=0,
-                           show=False)
-    assert result.verdict == bench.SLOWER
-    assert capsys.readouterr().out == ""
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ((0.0, 1.0), ValueError),
+        ((1.0, 0.5), ValueError),
+        ((1.0, 2.0, 1.0), ValueError),
+        ((1.0, 2.0, float("nan")), ValueError),
+        ((float("nan"), 2.0), ValueError),
+        (("1", 2.0), TypeError),
+    ],
+)
+def test_decide_rejects_bad_input(args, error):
+    with pytest.raises(error):
+        bench.decide(*args)
 
 
-def test_compare_interleaves_rounds():
-    order = []
-    bench.compare("order", lambda: order.append("b"), lambda: order.append("t"),
-                  repeats=4, warmup=1, show=False)
-    assert order == ["b", "t", "b", "t", "t", "b", "b", "t", "t", "b"]
+@pytest.mark.parametrize(
+    "base, trick, verdict", [(0.02, 0.002, bench.FASTER), (0.002, 0.02, bench.SLOWER)]
+)
+def test_compare_detects_a_clear_speed_up_and_slow_down(base, trick, verdict):
+    c = bench.compare(
+        f"sleep {base} s vs {trick} s",
+        sleeper(base),
+        sleeper(trick),
+        repeats=7,
+        warmup=0,
+        device="cpu",
+        show=False,
+    )
+    assert c.verdict == verdict and max(c.ratio, 1 / c.ratio) > 3
+    assert c.interval[0] <= c.ratio <= c.interval[1]
 
 
-def test_compare_uses_device_threshold():
-    result = bench.compare("same", lambda: None, lambda: None, repeats=3, show=False, device="cpu")
-    assert result.threshold == bench.MIN_SPEEDUP["cpu"]
-    assert result.threads == torch.get_num_threads()
-    assert bench.compare("t", lambda: None, lambda: None, repeats=1, show=False,
-                         threshold=3.0).threshold == 3.0
+def test_compare_interleaves_and_alternates_order():
+    log = []
+    bench.compare(
+        "order",
+        lambda: log.append("b"),
+        lambda: log.append("t"),
+        repeats=4,
+        warmup=1,
+        device="cpu",
+        show=False,
+    )
+    assert log == ["b", "t"] + ["b", "t", "t", "b", "b", "t", "t", "b"]
 
 
-@pytest.mark.parametrize("args, kwargs, match", [
-    (("", lambda: None, lambda: None), {}, "label must be a non-empty string"),
-    (("x", None, lambda: None), {}, "baseline must be callable"),
-    (("x", lambda: None, "f"), {}, "trick must be callable"),
-    (("x", lambda: None, lambda: None), dict(threshold=0.9), "threshold must be > 1"),
-    (("x", lambda: None, lambda: None), dict(repeats=0), "repeats must be"),
-    (("x", lambda: None, lambda: None), dict(device="meta"), "unsupported device type"),
-])
-def test_compare_rejects_bad_input(args, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        bench.compare(*args, **kwargs)
+def test_compare_prints_verdict_first_short_line_and_details(capsys):
+    c = bench.compare(
+        "sleep 10 ms vs 1 ms",
+        sleeper(0.01),
+        sleeper(0.001),
+        repeats=6,
+        number=2,
+        warmup=0,
+        device="cpu",
+    )
+    line, details = capsys.readouterr().out.splitlines()
+    assert line == c.line() and details == c.details()
+    m = bench.VERDICT_LINE_RE.match(line)
+    assert m and m["verdict"] == c.verdict and m["label"] == "sleep 10 ms vs 1 ms"
+    assert m["device"] == "cpu" and int(m["threads"]) == torch.get_num_threads()
+    assert len(line) < 100
+    assert details.startswith("  baseline ~") and "6 rounds x 2 calls" in details
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (2.5, "~2.5 s"), (0.0123, "~12.3 ms"), (4.56e-5, "~45.6 us"), (7e-9, "~7 ns"), (0.0, "~0 ns"),
-])
-def test_fmt_time(seconds, text):
-    assert bench.fmt_time(seconds) == text
-    assert sanitize(text) == "~N"
+def test_printed_lines_sanitize_to_machine_independent_text():
+    a = fake(ratios=(1.2, 1.25, 1.3, 1.22, 1.18, 1.21))
+    b = fake(ratios=(0.5, 0.52, 0.49, 0.51, 0.5, 0.55), base=0.3)
+    assert a.verdict != b.verdict
+    assert sanitize(str(a)) == sanitize(str(b))
+    assert "VERDICT" in sanitize(a.line()) and "(DEVICE)" in sanitize(a.line())
 
 
-def test_fmt_time_rejects_negative():
-    with pytest.raises(ValueError, match="negative duration"):
+def test_fmt_ratio_never_uses_exponents():
+    assert [bench.fmt_ratio(r) for r in (0.123, 1.2345, 42.42, 12345.6)] == [
+        "0.12",
+        "1.23",
+        "42.4",
+        "12346",
+    ]
+
+
+def test_compare_check_refuses_different_outputs_before_timing():
+    calls = []
+
+    def base():
+        calls.append(1)
+        return torch.ones(3)
+
+    with pytest.raises(AssertionError, match="do not compute the same thing"):
+        bench.compare("wrong trick", base, lambda: torch.zeros(3), check=True, show=False)
+    assert len(calls) == 1  # checked once, never timed
+    ok = bench.compare(
+        "same",
+        lambda: torch.ones(3),
+        lambda: torch.ones(3) + 1e-9,
+        check=True,
+        repeats=2,
+        warmup=0,
+        show=False,
+    )
+    assert ok.checked and "outputs checked equal" in ok.details()
+    with pytest.raises(AssertionError, match="custom"):
+
+        def custom(a, b):
+            raise AssertionError("custom mismatch")
+
+        bench.compare("custom", lambda: 1, lambda: 2, check=custom, show=False)
+    with pytest.raises(TypeError, match="check must be"):
+        bench.compare("bad check", lambda: 1, lambda: 1, check="yes")
+
+
+def test_compare_bounds_remeasure_then_fail_with_all_attempts(capsys):
+    calls = {"n": 0}
+
+    def base():
+        calls["n"] += 1
+        time.sleep(0.002)
+
+    with pytest.raises(AssertionError, match=r"expected speed-up >= 50x, measured .* in 3 attempt"):
+        bench.compare(
+            "cannot reach",
+            base,
+            sleeper(0.002),
+            repeats=3,
+            warmup=0,
+            at_least=50,
+            attempts=3,
+            device="cpu",
+        )
+    assert calls["n"] == 3 * 3
+    assert len(capsys.readouterr().out.splitlines()) == 2  # only the last attempt is printed
+    ok = bench.compare(
+        "reaches", sleeper(0.02), sleeper(0.001), repeats=3, warmup=0, at_least=2, show=False
+    )
+    assert "asserted speed-up >= 2x" in ok.details()
+    cost = bench.compare(
+        "bounded cost",
+        sleeper(0.002),
+        sleeper(0.004),
+        repeats=3,
+        warmup=0,
+        at_least=0.2,
+        at_most=1.0,
+        show=False,
+    )
+    assert 0.2 <= cost.ratio <= 1.0
+
+
+def test_remeasure():
+    c = bench.compare("again", sleeper(0.003), sleeper(0.001), repeats=3, warmup=0, show=False)
+    again = c.remeasure()
+    assert again.label == c.label and len(again.ratios) == 3
+    with pytest.raises(ValueError, match="cannot be measured again"):
+        fake().remeasure()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(label=""), ValueError, "label must be a non-empty string"),
+        (dict(label="a\nb"), ValueError, "one line"),
+        (dict(label=3), TypeError, "label must be str"),
+        (dict(baseline=1), TypeError, "baseline must be callable"),
+        (dict(trick=None), TypeError, "trick must be callable"),
+        (dict(repeats=0), ValueError, "repeats"),
+        (dict(at_least=float("nan")), ValueError, "at_least must be a finite number"),
+        (dict(at_least=0), ValueError, "at_least must be >"),
+        (dict(attempts=0), ValueError, "attempts"),
+        (dict(device="meta"), ValueError, "unsupported device type"),
+    ],
+)
+def test_compare_rejects_bad_arguments(kwargs, error, match):
+    args = dict(label="x", baseline=lambda: None, trick=lambda: None, show=False)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        bench.compare(**args)
+
+
+def test_compare_many_rounds_random_order_and_pooled_pairs():
+    log = []
+    cands = {name: (lambda name=name: log.append(name)) for name in "abc"}
+    many = bench.compare_many("three", cands, rounds=4, warmup=1, seed=3)
+    assert log[:3] == ["a", "b", "c"]  # warm-up in the given order
+    rounds = [log[3 + 3 * r : 6 + 3 * r] for r in range(4)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # the order changes between rounds
+    assert all(len(t) == 4 for t in many.times.values())
+    pooled = many.compare("a vs b and c", [("a", "b"), ("a", "c")], show=False)
+    assert len(pooled.ratios) == 8
+    single = many.compare("a vs b", ("a", "b"), show=False)
+    assert len(single.ratios) == 4
+    assert many.measurement("a").median >= 0
+    with pytest.raises(KeyError, match="no candidate 'z'"):
+        many.compare("bad", ("a", "z"))
+    with pytest.raises(ValueError, match="no \\(baseline, trick\\) pairs"):
+        many.compare("none", [])
+
+
+def test_compare_many_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least two"):
+        bench.compare_many("one", {"a": lambda: None})
+    with pytest.raises(TypeError, match="must be callable"):
+        bench.compare_many("bad", {"a": lambda: None, "b": 3})
+    with pytest.raises(TypeError, match="candidates must be Mapping"):
+        bench.compare_many("bad", [lambda: None, lambda: None])
+
+
+def test_comparison_from_times_pairs_rounds(capsys):
+    c = bench.comparison_from_times(
+        "epochs", [2.0, 2.2, 2.1, 2.0, 2.3, 2.1], [1.0, 1.1, 1.0, 1.0, 1.1, 1.05], threads=1
+    )
+    assert c.ratios[0] == 2.0 and c.verdict == bench.FASTER and c.threads == 1
+    assert capsys.readouterr().out.startswith("FASTER ")
+    with pytest.raises(ValueError, match="equal length"):
+        bench.comparison_from_times("x", [1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="must be >"):
+        bench.comparison_from_times("x", [1.0], [0.0])
+
+
+def test_table_layout_sanitizes_identically():
+    t1 = bench.table(
+        {"fusion": fake(ratios=(1.2,) * 6), "repvgg, batch 1": fake(ratios=(2.5,) * 6)}
+    )
+    t2 = bench.table(
+        {
+            "fusion": fake(ratios=(0.8,) * 6, base=0.5),
+            "repvgg, batch 1": fake(ratios=(25.0,) * 6, base=2e-6),
+        }
+    )
+    assert t1.splitlines()[0].startswith("what")
+    assert len(t1.splitlines()) == 3
+    assert sanitize(t1) == sanitize(t2)
+    with pytest.raises(TypeError, match="must be Comparison"):
+        bench.table({"x": 1.0})
+
+
+def test_fmt_time_units_and_errors():
+    assert bench.fmt_time(2.5) == "~2.5 s"
+    assert bench.fmt_time(0.0123) == "~12.3 ms"
+    assert bench.fmt_time(4.2e-6) == "~4.2 us"
+    assert bench.fmt_time(3e-9) == "~3 ns"
+    with pytest.raises(ValueError, match="seconds must be >= 0"):
         bench.fmt_time(-1.0)
-
-
-def test_fmt_measured_is_masked_but_units_other_than_time_stay():
-    assert bench.fmt_measured(3.14159) == "~3.14"
-    assert sanitize(f"{bench.fmt_measured(12.5)} MB saved, {bench.fmt_measured(1.4)}x") == "~N MB saved, ~Nx"
+    with pytest.raises(ValueError, match="finite"):
+        bench.fmt_time(float("nan"))
 
 
 def test_device_class():
     assert bench.device_class("cpu") == "cpu"
     assert bench.device_class(torch.device("cuda", 0)) == "cuda"
     assert bench.device_class() in ("cpu", "cuda")
+    with pytest.raises(ValueError, match="unsupported device type"):
+        bench.device_class("meta")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_compare_on_cuda_synchronizes():
+    x = torch.randn(512, 512, device="cuda")
+    c = bench.compare(
+        "cuda matmul", lambda: x @ x, lambda: x @ x, repeats=3, device="cuda", show=False
+    )
+    assert c.device == "cuda" and c.baseline.median > 0

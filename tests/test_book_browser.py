@@ -1,12 +1,21 @@
-"""The built HTML book, loaded page by page in headless Chromium (issue: publishing).
+"""The built HTML book, loaded page by page in headless Chromium.
 
-For every page in ``_toc.yml`` this checks what a reader would notice: the page renders its
-title, every code cell's input and output and every figure (images actually decoded), and
-no internal link or image points at something missing. A full-page screenshot of each page
-is saved under ``_build/screenshots/``.
+For every page of ``_toc.yml`` (chapters added there are checked as soon as they are listed)
+this checks what a reader would notice:
 
-Needs the built book (``make test`` builds it first) and Chromium (Debian's ``chromium``,
-installed by ``make browser-deps``); without either, the tests skip and say why.
+- the page renders its title, every visible code cell's input and output, and every figure
+  (images actually decoded), each figure with its caption and alt text from the notebook;
+- the Colab set-up cell (tagged ``remove-cell``) is not on the page, and neither are nbval's
+  markers (``NBVAL_*`` comments, ``nbval-*`` tags as text);
+- math is typeset offline: MathJax is served by the book itself, and no raw ``$$``, ``\\(``
+  or ``\\[`` is left in the visible prose;
+- no internal link or image points at something missing.
+
+Only the book's own server is reachable from the browser (everything else is refused), so a
+page that needs a CDN fails here as it would offline. A full-page screenshot of each page is
+saved under ``_build/screenshots/``. Needs the built book (``make test`` builds it first) and
+Chromium (Debian's ``chromium``, installed by ``make browser-deps``); without either, the
+tests skip and say why.
 """
 
 from __future__ import annotations
@@ -24,51 +33,124 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
+from find_notebooks import toc_pages  # scripts/ is on pytest's pythonpath (pyproject.toml)
+
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
-    pytest.mark.skipif(not (HTML / "index.html").is_file(),
-                       reason="the HTML book is not built: `make book` (make test builds it first)"),
-    pytest.mark.skipif(CHROMIUM is None,
-                       reason="Chromium is not installed: `make browser-deps` installs Debian's chromium"),
+    pytest.mark.skipif(
+        not (HTML / "index.html").is_file(),
+        reason="the HTML book is not built: `make book` (make test builds it first)",
+    ),
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="Chromium is not installed: `make browser-deps` installs it"
+    ),
 ]
 
+REMOVE_CELL = {"remove-cell", "remove_cell"}
+REMOVE_INPUT = {"remove-input", "remove_input"}
+REMOVE_OUTPUT = {"remove-output", "remove_output"}
+RAW_MATH = ("$$", "\\(", "\\[")
+MARKER_TEXT = re.compile(r"NBVAL_[A-Z_]+|nbval-(?:ignore-output|skip|check-output)")
 
-def toc_pages() -> list[str]:
-    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    names = re.findall(r"^root: (\S+)\s*$", toc, flags=re.M)
-    names += re.findall(r"^\s*- file: (\S+)\s*$", toc, flags=re.M)
-    return names
+# Visible prose of <main>: everything but code, outputs, typeset math and hidden elements.
+PROSE_JS = """() => {
+  const main = document.querySelector('main');
+  if (!main) return '';
+  const copy = main.cloneNode(true);
+  copy.querySelectorAll('pre, code, .cell_output, mjx-container, script, style, .MathJax')
+      .forEach(e => e.remove());
+  return copy.innerText;
+}"""
 
 
-def plain(markdown_title: str) -> str:
-    """A heading as the browser shows it: without inline-code backticks and bold markers."""
-    return re.sub(r"`|\*\*", "", markdown_title).strip()
+def plain(markdown: str) -> str:
+    """Inline markdown as the browser shows it: without backticks and emphasis markers."""
+    return re.sub(r"`|\*", "", markdown).strip()
+
+
+# Sphinx's "smartquotes" turns straight quotes and "--" into typographic ones on the page
+_TYPOGRAPHIC = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "--", "\u2014": "---"}
+)
+
+
+def words(text: str) -> str:
+    """Text as a sequence of words, with typographic quotes and dashes made plain."""
+    return " ".join(text.translate(_TYPOGRAPHIC).split())
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else (value or "")
+
+
+def _has_math(markdown: str) -> bool:
+    return bool(re.search(r"\$\$|(?<![\\$])\$[^$\s][^$]*\$|\\\(|\\\[|```\{math\}", markdown))
 
 
 def source_facts(name: str) -> dict:
-    """Title, code cells, outputs and figures the page must show, read from its source."""
+    """What the page must show, read from its source (notebook or markdown)."""
     nb_path = ROOT / f"{name}.ipynb"
     if not nb_path.exists():
         text = (ROOT / f"{name}.md").read_text(encoding="utf-8")
-        return {"title": plain(re.search(r"^# (.+)$", text, flags=re.M).group(1)),
-                "code": 0, "outputs": 0, "images": 0}
+        figures = [
+            {"caption": None, "alt": m.group(1).strip()}
+            for m in re.finditer(
+                r"^```\{figure\}[^\n]*\n(?::[^\n]*\n)*?:alt: ([^\n]+)\n", text, flags=re.M
+            )
+        ]
+        return {
+            "title": plain(re.search(r"^# (.+)$", text, flags=re.M).group(1)),
+            "code": 0,
+            "outputs": 0,
+            "images": len(figures),
+            "figures": figures,
+            "math": _has_math(text),
+            "hidden": [],
+        }
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    title, code, outputs, images = None, 0, 0, 0
+    facts = {
+        "title": None,
+        "code": 0,
+        "outputs": 0,
+        "images": 0,
+        "figures": [],
+        "math": False,
+        "hidden": [],
+    }
     for cell in nb["cells"]:
-        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if cell["cell_type"] == "markdown" and title is None:
-            m = re.search(r"^# (.+)$", src, flags=re.M)
-            title = plain(m.group(1)) if m else None
-        if cell["cell_type"] == "code" and src.strip():
-            code += 1
-            outputs += bool(cell.get("outputs"))
-            images += sum(any(k.startswith("image/") for k in o.get("data", {}))
-                          for o in cell.get("outputs", []))
-    return {"title": title, "code": code, "outputs": outputs, "images": images}
+        src = _text(cell.get("source"))
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell["cell_type"] == "markdown":
+            if facts["title"] is None:
+                m = re.search(r"^# (.+)$", src, flags=re.M)
+                facts["title"] = plain(m.group(1)) if m else None
+            facts["math"] |= _has_math(src)
+            continue
+        if cell["cell_type"] != "code" or not src.strip():
+            continue
+        if tags & REMOVE_CELL:
+            first = next((line for line in src.splitlines() if line.strip()), "")
+            facts["hidden"].append(first.strip())
+            continue
+        if not tags & REMOVE_INPUT:
+            facts["code"] += 1
+        outs = cell.get("outputs", []) if not tags & REMOVE_OUTPUT else []
+        facts["outputs"] += bool(outs)
+        n_images = sum(any(k.startswith("image/") for k in o.get("data", {})) for o in outs)
+        facts["images"] += n_images
+        mystnb = cell.get("metadata", {}).get("mystnb", {})
+        for _ in range(n_images):
+            facts["figures"].append(
+                {
+                    "caption": mystnb.get("figure", {}).get("caption"),
+                    "alt": mystnb.get("image", {}).get("alt"),
+                }
+            )
+    return facts
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -91,14 +173,23 @@ def server():
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fetch(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=10) as resp:
@@ -107,27 +198,83 @@ def fetch(url: str) -> tuple[int, str]:
         return exc.code, ""
 
 
+def test_source_facts_see_hidden_cells_and_figures():
+    """The expectations themselves: a chapter's set-up cell is hidden, its figures counted."""
+    chapters = [name for name in toc_pages() if (ROOT / f"{name}.ipynb").exists()]
+    assert chapters, "no chapter notebooks in _toc.yml"
+    for name in chapters:
+        facts = source_facts(name)
+        assert facts["title"], f"{name}: no '# ' title"
+        assert len(facts["figures"]) == facts["images"]
+
+
 @pytest.mark.parametrize("name", toc_pages())
 def test_page_renders_everything(name, server, browser):
     facts = source_facts(name)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    # Only this server is reachable; anything else (CDNs) is refused at once, not waited for.
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(server)
-               else route.abort())
+    refused: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(server):
+            r.continue_()
+        else:  # CDNs and trackers: refused at once, and remembered
+            refused.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
     url = urljoin(server, f"{name}.html")
     response = page.goto(url, wait_until="load")
     assert response is not None and response.status == 200, f"{url} did not load"
+    # MathJax typesets after load: wait for it where the book serves it (a no-op elsewhere).
+    page.evaluate(
+        "async () => { const m = window.MathJax;"
+        " if (m && m.startup && m.startup.promise) await m.startup.promise; }"
+    )
 
     h1 = page.locator("main h1").first.inner_text().strip().rstrip("#").strip()
     assert h1 == facts["title"], f"{name}: title {h1!r}, source says {facts['title']!r}"
 
     assert page.locator("div.cell_input").count() == facts["code"], f"{name}: code cells missing"
     assert page.locator("div.cell_output").count() == facts["outputs"], f"{name}: outputs missing"
-    shown = page.locator("div.cell_output img").count()
-    assert shown == facts["images"], f"{name}: {shown} figures shown, notebook has {facts['images']}"
+    where = "div.cell_output img" if (ROOT / f"{name}.ipynb").exists() else "main figure img"
+    shown = page.locator(where).count()
+    assert shown == facts["images"], f"{name}: {shown} figures shown, source has {facts['images']}"
+
+    # every figure: a caption under it and its alt text on the image
+    figures = page.eval_on_selector_all(
+        "main figure",
+        """els => els.map(f => ({
+        alt: (f.querySelector('img') || {}).alt || '',
+        caption: ((f.querySelector('figcaption .caption-text') || {}).innerText || '').trim()
+    }))""",
+    )
+    assert len(figures) == facts["images"], (
+        f"{name}: {len(figures)} of {facts['images']} "
+        "figures have a caption (cell metadata mystnb.figure.caption)"
+    )
+    for want, got in zip(facts["figures"], figures):
+        assert want["alt"] and got["alt"] == want["alt"].strip(), f"{name}: alt text {got['alt']!r}"
+        assert got["caption"], f"{name}: a figure without a caption"
+        if want["caption"]:
+            assert words(got["caption"]) == words(plain(want["caption"])), f"{name}: caption"
+
+    text = page.locator("main").inner_text()
+    for hidden in facts["hidden"]:
+        assert hidden not in text, f"{name}: the hidden set-up cell shows ({hidden!r})"
+    assert page.locator(".tag_colab-setup").count() == 0, f"{name}: set-up cell on the page"
+    marker = MARKER_TEXT.search(text)
+    assert marker is None, f"{name}: nbval marker {marker.group(0)!r} visible on the page"
+
+    prose = page.evaluate(PROSE_JS)
+    for raw in RAW_MATH:
+        assert raw not in prose, f"{name}: raw math {raw!r} visible (MathJax did not typeset it)"
+    if facts["math"]:
+        assert page.locator("mjx-container").count() > 0, f"{name}: math not typeset"
+    assert not [u for u in refused if "mathjax" in u.lower()], f"{name}: MathJax from a CDN"
 
     broken = page.eval_on_selector_all(
-        "img", "els => els.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => e.src)")
+        "img", "els => els.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => e.src)"
+    )
     assert broken == [], f"{name}: images that did not load: {broken}"
 
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
@@ -138,7 +285,7 @@ def test_page_renders_everything(name, server, browser):
         status, body = fetch(target)
         assert status == 200, f"{name}: broken internal link {urlparse(href).path} ({status})"
         if fragment and target.endswith(".html"):
-            assert f'id="{fragment}"' in body, f"{name}: link to missing anchor #{fragment} in {target}"
+            assert f'id="{fragment}"' in body, f"{name}: link to missing anchor #{fragment}"
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{Path(name).name}.png"), full_page=True)

@@ -8,13 +8,6 @@ import torch
 from tricks_helpers import env
 
 
-def test_card_has_fixed_lines_in_order():
-    card = env.environment_card()
-    keys = [line.split()[0] for line in card.lines()]
-    assert keys == ["torch", "python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16"]
-    assert str(card).startswith("environment\n")
-
-
 def test_card_reports_this_torch_and_threads():
     card = env.environment_card()
     assert torch.__version__.startswith(card.torch_version)
@@ -44,12 +37,15 @@ def test_missing_cpuinfo_gives_empty_flags(tmp_path):
     assert isinstance(env.cpu_model(tmp_path / "absent"), str)
 
 
-@pytest.mark.parametrize("flags, expected", [
-    ({"avx512_bf16"}, r"^native \(avx512_bf16\)$"),
-    ({"amx_bf16", "avx512_bf16"}, r"^native \(avx512_bf16, amx_bf16\)$"),
-    ({"avx2"}, r"^emulated"),
-    (set(), r"^emulated"),
-])
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ({"avx512_bf16"}, r"^native \(avx512_bf16\)$"),
+        ({"amx_bf16", "avx512_bf16"}, r"^native \(avx512_bf16, amx_bf16\)$"),
+        ({"avx2"}, r"^emulated"),
+        (set(), r"^emulated"),
+    ],
+)
 def test_bf16_support_on_cpu(flags, expected):
     assert re.search(expected, env.bf16_support("cpu", flags=frozenset(flags)))
 
@@ -76,3 +72,75 @@ def test_sanitize_file_masks_machine_lines_only():
     assert f"  torch    {version} (build <local>)" in text.splitlines()
     for key in ("python", "device", "cpu", "threads", "cuda", "cudnn", "gpu", "bf16"):
         assert f"  {key} <machine>" in text.splitlines()
+
+
+def test_native_bf16_follows_env_card():
+    assert env.native_bf16("cpu") == env.bf16_support("cpu").startswith("native")
+    with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):
+        env.native_bf16("meta")
+
+
+def test_autocast_dtypes():
+    assert env.autocast_dtypes("cpu") == [torch.bfloat16]
+    with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):
+        env.autocast_dtypes("meta")
+    if torch.cuda.is_available():
+        assert env.autocast_dtypes("cuda")[0] == torch.float16
+    else:
+        with pytest.raises(ValueError, match="CUDA requested"):
+            env.autocast_dtypes("cuda")
+
+
+# --- bf16 / hardware capability (chapter 04)
+
+
+def test_cpu_bf16_flags_follow_torch_capabilities():
+    flags = env.cpu_bf16_flags()
+    assert flags <= {"avx512_bf16", "amx_bf16", "bf16"}
+    caps = torch.cpu.get_capabilities()
+    for f in ("avx512_bf16", "amx_bf16"):
+        assert (f in flags) == (caps.get(f) is True)
+    assert env.native_bf16("cpu") == bool(flags)
+
+
+def test_arm_bf16_counts_as_native():
+    assert env.bf16_support("cpu", flags=frozenset({"bf16"})) == "native (bf16)"
+
+
+@pytest.mark.parametrize(
+    "flags, tail",
+    [
+        (frozenset({"avx512_bf16"}), "avx512_bf16 yes, amx_bf16 no -> bfloat16 native"),
+        (
+            frozenset({"avx512_bf16", "amx_bf16"}),
+            "avx512_bf16 yes, amx_bf16 yes -> bfloat16 native",
+        ),
+        (frozenset(), "avx512_bf16 no, amx_bf16 no -> bfloat16 emulated"),
+        (frozenset({"bf16"}), "avx512_bf16 no, amx_bf16 no, arm bf16 yes -> bfloat16 native"),
+    ],
+)
+def test_hardware_line_on_cpu(flags, tail):
+    line = env.hardware_line("cpu", flags=flags)
+    assert line == f"cpu: {torch.backends.cpu.get_cpu_capability()} kernels, {tail}"
+    assert "\n" not in line and len("[hardware] " + line) < 100
+
+
+def test_hardware_line_default_matches_native_autocast():
+    assert env.hardware_line("cpu").endswith("native" if env.native_autocast("cpu") else "emulated")
+    assert env.native_autocast("cpu") == env.native_bf16("cpu")
+
+
+def test_native_autocast_and_hardware_line_errors():
+    for fn in (env.native_autocast, env.hardware_line):
+        with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):
+            fn("meta")
+        if not torch.cuda.is_available():
+            with pytest.raises(ValueError, match="CUDA requested"):
+                fn("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_hardware_line_on_cuda():
+    line = env.hardware_line("cuda")
+    assert line.startswith("cuda: ") and "compute capability" in line
+    assert env.native_autocast("cuda") == (torch.cuda.get_device_capability() >= (7, 0))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import subprocess
 import sys
 import textwrap
 import time
@@ -11,8 +13,9 @@ import pytest
 
 from tricks_helpers import launch
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="process-tree cleanup is checked through /proc")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="process-tree cleanup is checked through /proc"
+)
 
 WORKER = textwrap.dedent("""
     import os, signal, sys, time, traceback
@@ -30,6 +33,14 @@ WORKER = textwrap.dedent("""
     if mode == "hang":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)   # only SIGKILL can stop this worker
         time.sleep(600)
+    if mode == "orphan":
+        # a background process the worker starts and never waits for, in its own session
+        # (start_new_session) or in the worker's: both must be gone after a successful launch
+        import subprocess
+        for name, new_session in (("a", False), ("b", True)):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                     start_new_session=new_session)
+            open(os.path.join(pid_dir, f"child{rank}{name}"), "w").write(str(child.pid))
 """)
 
 
@@ -51,12 +62,21 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] not in "ZX"
 
 
-def _worker_pids(pid_dir: Path) -> list[int]:
-    return [int(p.read_text()) for p in sorted(pid_dir.glob("pid*"))]
+def _worker_pids(pid_dir: Path, prefix: str = "pid") -> list[int]:
+    return [int(p.read_text()) for p in sorted(pid_dir.glob(f"{prefix}*"))]
+
+
+def _wait_gone(pids: list[int], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(_alive(p) for p in pids)
 
 
 def test_torchrun_command_single_node():
-    cmd = launch.torchrun_command("train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"])
+    cmd = launch.torchrun_command(
+        "train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"]
+    )
     assert cmd == ["torchrun", "--standalone", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
     cmd = launch.torchrun_command("pkg.mod", module=True, launcher=["torchrun"])
     assert cmd[-2:] == ["-m", "pkg.mod"]
@@ -64,42 +84,150 @@ def test_torchrun_command_single_node():
 
 
 def test_torchrun_command_multi_node():
-    cmd = launch.torchrun_command("pkg.mod", module=True, nnodes=2, nproc_per_node=8,
-                                  rdzv_endpoint="node0:29400", rdzv_id="job7", launcher=["torchrun"])
+    cmd = launch.torchrun_command(
+        "pkg.mod",
+        module=True,
+        nnodes=2,
+        nproc_per_node=8,
+        rdzv_endpoint="node0:29400",
+        rdzv_id="job7",
+        launcher=["torchrun"],
+    )
     assert "--standalone" not in cmd
-    assert cmd[1:9] == ["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "node0:29400",
-                        "--rdzv-id", "job7"]
+    assert cmd[1:9] == [
+        "--nnodes",
+        "2",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "node0:29400",
+        "--rdzv-id",
+        "job7",
+    ]
+    elastic = launch.torchrun_command(
+        "m", module=True, nnodes="1:4", rdzv_endpoint="h:1", rdzv_id="j", launcher=["torchrun"]
+    )
+    assert elastic[1:3] == ["--nnodes", "1:4"]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(target=""), "non-empty"),
-    (dict(target="x.py", nproc_per_node=0), "nproc_per_node"),
-    (dict(target="x.py", args="--epochs 3"), "sequence of strings"),
-    (dict(target="x.py", nnodes=2), "rdzv_endpoint"),
-])
-def test_torchrun_command_errors(kwargs, match):
+def test_torchrun_command_launcher_string_is_refused_not_split():
+    """A launcher given as one string used to become ['t', 'o', 'r', 'c', 'h', ...]."""
+    with pytest.raises(TypeError, match=r"launcher must be a sequence of strings.*\['torchrun'\]"):
+        launch.torchrun_command("x.py", launcher="torchrun")
+    cmd = launch.torchrun_command("x.py", launcher=("torchrun",))
+    assert cmd[:2] == ["torchrun", "--standalone"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(target=""), "non-empty"),
+        (dict(target="x.py", nproc_per_node=0), "nproc_per_node must be an integer >= 1"),
+        (dict(target="x.py", nnodes=2), "rdzv_endpoint"),
+        (dict(target="x.py", nnodes=0, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (dict(target="x.py", nnodes="two", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (dict(target="x.py", nnodes="4:1", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (dict(target="x.py", launcher=[]), "launcher must not be empty"),
+        (dict(target="x.py", rdzv_backend=""), "rdzv_backend"),
+    ],
+)
+def test_torchrun_command_value_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         launch.torchrun_command(**kwargs)
 
 
-def test_run_torchrun_argument_errors(tmp_path):
+class _BytesPath:
+    """A path-like object whose path is bytes."""
+
+    def __fspath__(self) -> bytes:
+        return b"x.py"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(target=3), "target must be str or PathLike"),
+        (dict(target=_BytesPath()), "target must be a str path"),
+        (dict(target="x.py", args="--epochs 3"), "args must be a sequence of strings"),
+        (dict(target="x.py", args=["--epochs", None]), r"args\[1\] must be"),
+        (dict(target="x.py", nproc_per_node=2.0), "nproc_per_node must be an integer"),
+        (dict(target="x.py", nproc_per_node=True), "nproc_per_node must be an integer"),
+        (dict(target="x.py", module="yes"), "module must be True or False"),
+        (dict(target="x.py", nnodes=2.5, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
+        (
+            dict(target="x.py", nnodes=2, rdzv_endpoint=29400, rdzv_id="j"),
+            "rdzv_endpoint must be str",
+        ),
+        (dict(target="x.py", launcher=["torchrun", 3]), r"launcher\[1\] must be str"),
+    ],
+)
+def test_torchrun_command_type_errors(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        launch.torchrun_command(**kwargs)
+
+
+@pytest.fixture
+def no_popen(monkeypatch):
+    """Fail the test if anything is started: validation must come first."""
+
+    def popen(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0]!r}")
+
+    monkeypatch.setattr(launch.subprocess, "Popen", popen)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(timeout=0), ValueError, "timeout must be > 0"),
+        (dict(timeout=math.inf), ValueError, "timeout must be a finite number"),
+        (dict(timeout=math.nan), ValueError, "timeout must be a finite number"),
+        (dict(timeout="60"), TypeError, "timeout must be a number"),
+        (dict(grace=-1), ValueError, "grace must be >= 0"),
+        (dict(grace=math.inf), ValueError, "grace must be a finite number"),
+        (dict(nproc_per_node=0), ValueError, "nproc_per_node"),
+        (dict(args="--x 1"), TypeError, "args must be a sequence"),
+        (dict(module=1), TypeError, "module must be True or False"),
+        (dict(env={"A": None}), TypeError, r"env\['A'\] must be"),
+        (dict(env={1: "x"}), TypeError, "env keys must be str"),
+        (dict(env=["A=1"]), TypeError, "env must be Mapping"),
+        (dict(cwd="/no/such/dir"), ValueError, "cwd: no such directory"),
+        (dict(cwd=3), TypeError, "cwd must be str or PathLike"),
+    ],
+)
+def test_run_torchrun_validates_everything_before_starting(no_popen, kwargs, error, match):
+    kwargs = {"module": True, **kwargs}
+    with pytest.raises(error, match=match):
+        launch.run_torchrun("pkg.mod", **kwargs)
+
+
+def test_run_torchrun_missing_script(no_popen, tmp_path):
     with pytest.raises(ValueError, match="no such script"):
         launch.run_torchrun(tmp_path / "missing.py")
-    with pytest.raises(ValueError, match="timeout"):
-        launch.run_torchrun("pkg.mod", module=True, timeout=0)
-    with pytest.raises(ValueError, match="grace"):
-        launch.run_torchrun("pkg.mod", module=True, grace=-1)
 
 
-def test_success_captures_each_rank_separately(worker):
+def test_success_captures_each_rank_and_leaves_no_process(worker):
+    """Each rank's output apart; background processes a worker left behind are killed too."""
     script, pid_dir = worker
-    result = launch.run_torchrun(script, ["ok", pid_dir], nproc_per_node=2, timeout=120)
-    assert result.returncode == 0
-    assert result.stdout == {0: "out of rank 0 of 2\n", 1: "out of rank 1 of 2\n"}
-    assert result.stderr == {0: "err of rank 0\n", 1: "err of rank 1\n"}
-    assert "out of rank" not in result.launcher_output
-    assert result.seconds > 0
-    assert not any(_alive(p) for p in _worker_pids(pid_dir))
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        result = launch.run_torchrun(
+            script, ["orphan", pid_dir], nproc_per_node=2, timeout=120, grace=1
+        )
+        assert result.returncode == 0
+        assert result.stdout == {0: "out of rank 0 of 2\n", 1: "out of rank 1 of 2\n"}
+        assert result.stderr == {0: "err of rank 0\n", 1: "err of rank 1\n"}
+        assert "out of rank" not in result.launcher_output
+        assert result.seconds > 0
+        assert not any(_alive(p) for p in _worker_pids(pid_dir))
+        children = _worker_pids(pid_dir, "child")
+        assert len(children) == 4, "the workers did not start their background processes"
+        assert _wait_gone(children), f"left running: {[p for p in children if _alive(p)]}"
+        assert result.leftover == 4
+        assert bystander.poll() is None, "a process the launch did not start was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_failing_worker_raises_with_traceback_and_exit_code(worker):
@@ -112,6 +240,7 @@ def test_failing_worker_raises_with_traceback_and_exit_code(worker):
     assert "ValueError: planted failure on rank 1" in err.error_text
     assert "ValueError: planted failure on rank 1" in str(err)
     assert err.result.stdout[0] == "out of rank 0 of 2\n"
+    assert err.result.leftover == 0
     assert not any(_alive(p) for p in _worker_pids(pid_dir))
 
 

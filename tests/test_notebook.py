@@ -1,6 +1,7 @@
-"""Tests of tricks_helpers.notebook: warnings shown without machine paths."""
+"""Tests of tricks_helpers.notebook: warnings, logs and expected errors shown stably."""
 
 import io
+import logging
 import warnings
 
 import pytest
@@ -63,5 +64,82 @@ def test_error_options_are_honoured(monkeypatch):
 
 def test_error_categories_parsing():
     assert notebook._error_categories(
-        ["error::FutureWarning", "error::NoSuchWarning", "error:msg:UserWarning", "default", "error::int"]
+        [
+            "error::FutureWarning",
+            "error::NoSuchWarning",
+            "error:msg:UserWarning",
+            "default",
+            "error::int",
+        ]
     ) == [FutureWarning]
+
+
+def test_shown_warnings_prints_even_when_the_block_raises():
+    out = io.StringIO()
+    with pytest.raises(RuntimeError, match="boom"):
+        with notebook.shown_warnings(stream=out):
+            warnings.warn("before the error", UserWarning)
+            raise RuntimeError("boom")
+    assert out.getvalue() == "UserWarning: before the error\n"
+
+
+def test_captured_logs_records_and_restores():
+    logger = logging.getLogger("tricks_test.child")
+    parent = logging.getLogger("tricks_test")
+    seen = []
+
+    class H(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    parent.addHandler(H())
+    try:
+        with notebook.captured_logs("tricks_test") as records:
+            logger.warning("hidden %d", 1)
+            parent.warning("also hidden")
+        assert [r.getMessage() for r in records] == ["hidden 1", "also hidden"]
+        assert seen == []
+        parent.warning("shown")
+        assert seen == ["shown"] and parent.propagate is True
+    finally:
+        parent.handlers.clear()
+
+
+def test_captured_logs_errors():
+    with pytest.raises(ValueError, match="non-empty logger names"):
+        with notebook.captured_logs():
+            pass
+    with pytest.raises(ValueError, match="non-empty logger names"):
+        with notebook.captured_logs(""):
+            pass
+    with pytest.raises(TypeError, match="name must be str"):
+        with notebook.captured_logs(3):
+            pass
+
+
+def test_show_error_prints_one_line_and_returns_the_exception():
+    out = io.StringIO()
+
+    def bad():
+        raise ValueError("first sentence. second sentence\nsecond line /tmp/path")
+
+    err = notebook.show_error(bad, ValueError, label="case", stream=out)
+    assert isinstance(err, ValueError)
+    assert out.getvalue() == "case: ValueError: first sentence. second sentence\n"
+    out = io.StringIO()
+    notebook.show_error(bad, (TypeError, ValueError), first_sentence=True, stream=out)
+    assert out.getvalue() == "ValueError: first sentence.\n"
+    out = io.StringIO()
+    notebook.show_error(bad, width=5, stream=out)
+    assert out.getvalue() == "ValueError: first\n"
+
+
+def test_show_error_fails_when_nothing_raises_and_lets_others_through():
+    with pytest.raises(
+        AssertionError, match=r"expected ValueError \(quiet\), but the call returned"
+    ):
+        notebook.show_error(lambda: None, ValueError, label="quiet")
+    with pytest.raises(KeyError):
+        notebook.show_error(lambda: {}["x"], ValueError)
+    with pytest.raises(TypeError, match="fn must be callable"):
+        notebook.show_error(3)

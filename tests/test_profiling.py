@@ -1,8 +1,9 @@
-"""Tests of tricks_helpers.profiling: profiler tables and cProfile runs as plain data."""
+"""Tests of tricks_helpers.profiling (profiler tables, cProfile runs) and .traces (trace files)."""
 
 from __future__ import annotations
 
 import cProfile
+import gzip
 import json
 import os
 import pstats
@@ -11,8 +12,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from tricks_helpers import profiling
-
+from tricks_helpers import profiling, traces
 
 ROWS = 256
 
@@ -21,17 +21,29 @@ def _many_small(x: torch.Tensor) -> torch.Tensor:
     return torch.stack([r.std() for r in x])
 
 
-@pytest.fixture(scope="module")
-def prof():
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")   # no start/stop lines on stderr
-    x = torch.randn(ROWS, 8)
+def _record(rows: int = ROWS):
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # no start/stop lines on stderr
+    x = torch.randn(rows, 8)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
         for _ in range(3):
             with record_function("slow"):
                 _many_small(x)
-            with record_function("fast"):   # one tiny op vs ROWS of them: robust under load
+            with record_function("fast"):  # one tiny op vs ROWS of them: robust under load
                 x.neg()
     return p
+
+
+@pytest.fixture(scope="module")
+def prof():
+    return _record()
+
+
+@pytest.fixture(scope="module")
+def trace_path(prof, tmp_path_factory):
+    """The fixture profile as a Chrome trace (a profile can be exported only once)."""
+    path = tmp_path_factory.mktemp("trace") / "trace.json"
+    prof.export_chrome_trace(str(path))
+    return path
 
 
 def test_op_stats_counts_are_facts(prof):
@@ -61,16 +73,63 @@ def test_range_stats_and_largest_range(prof):
     assert profiling.largest_range(prof, ["fast", "slow"], by="calls") in ("fast", "slow")
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda p: profiling.top_ops(p, by="wall"), "by must be one of"),
-    (lambda p: profiling.top_ops(p, n=0), "n must be"),
-    (lambda p: profiling.range_stats(p, []), "non-empty"),
-    (lambda p: profiling.range_stats(p, "slow"), "non-empty"),
-    (lambda p: profiling.range_stats(p, ["slow", "nope"]), r"\['nope'\] not in the profile.*'fast'"),
-    (lambda p: profiling.largest_range(p, ["slow"], by="x"), "by must be one of"),
-])
+def test_range_durations_one_per_occurrence(prof):
+    durations = profiling.range_durations(prof, ["fast", "slow"])
+    assert list(durations) == ["fast", "slow"]
+    assert [len(d) for d in durations.values()] == [3, 3]
+    assert all(d > 0 for ds in durations.values() for d in ds)
+    assert sum(durations["slow"]) == pytest.approx(
+        profiling.range_stats(prof, ["slow"])["slow"].cpu_total_us, rel=1e-6
+    )
+    assert profiling.range_durations(prof.events(), ["slow"]) == {"slow": durations["slow"]}
+    with pytest.raises(ValueError, match=r"\['nope'\] not in the profile"):
+        profiling.range_durations(prof, ["slow", "nope"])
+    with pytest.raises(TypeError, match="key_averages"):
+        profiling.range_durations(prof.key_averages(), ["slow"])
+    with pytest.raises(TypeError, match="names must be a sequence"):
+        profiling.range_durations(prof, "slow")
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda p: profiling.top_ops(p, by="wall"), "by must be one of"),
+        (lambda p: profiling.top_ops(p, n=0), "n must be"),
+        (lambda p: profiling.range_stats(p, []), "non-empty"),
+        (
+            lambda p: profiling.range_stats(p, ["slow", "nope"]),
+            r"\['nope'\] not in the profile.*'fast'",
+        ),
+        (lambda p: profiling.largest_range(p, ["slow"], by="x"), "by must be one of"),
+    ],
+)
 def test_profiler_errors(prof, call, match):
     with pytest.raises(ValueError, match=match):
+        call(prof)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda p: profiling.top_ops(p, n=2.0), "n must be an integer"),
+        (lambda p: profiling.top_ops(p, n=True), "n must be an integer"),
+        (
+            lambda p: profiling.top_ops(p, include_ranges="yes"),
+            "include_ranges must be True or False",
+        ),
+        (lambda p: profiling.range_stats(p, "slow"), "names must be a sequence of range names"),
+        (lambda p: profiling.range_stats(p, ["slow", 3]), r"names\[1\] must be str"),
+        (lambda p: profiling.largest_range(p, "slow"), "names must be a sequence"),
+        (lambda p: traces.trace_event_counts(3), "path must be str or PathLike"),
+        (lambda p: traces.trace_event_counts("t.json", category=3), "category must be str"),
+        (lambda p: traces.trace_spans(3), "path must be str or PathLike"),
+        (lambda p: profiling.top_ops(p, by=1), "by must be str"),
+        (lambda p: profiling.largest_range(p, ["slow"], by=None), "by must be str"),
+        (lambda p: profiling.cprofile_stats(cProfile.Profile(), sort=2), "sort must be str"),
+    ],
+)
+def test_profiler_type_errors(prof, call, match):
+    with pytest.raises(TypeError, match=match):
         call(prof)
 
 
@@ -81,23 +140,68 @@ def test_op_stats_rejects_other_objects():
         profiling.op_stats(3)
 
 
-def test_chrome_trace_counts(prof, tmp_path):
-    path = tmp_path / "trace.json"
-    prof.export_chrome_trace(str(path))
-    counts = profiling.trace_event_counts(path)
+def test_chrome_trace_counts(trace_path):
+    path = trace_path
+    counts = traces.trace_event_counts(path)
     assert counts["slow"] == 3 and counts["fast"] == 3
     assert "aten::std" not in counts
-    assert profiling.trace_event_counts(path, category=None)["aten::std"] == 3 * ROWS
+    assert traces.trace_event_counts(path, category=None)["aten::std"] == 3 * ROWS
+
+
+def test_gzip_chrome_trace_is_read(tmp_path):
+    """export_chrome_trace writes gzip for a .gz path; the readers must read it back."""
+    plain, packed = tmp_path / "trace.json", tmp_path / "trace.json.gz"
+    _record(rows=8).export_chrome_trace(str(packed))
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+    assert traces.trace_event_counts(plain)["slow"] == 3
+    assert traces.trace_event_counts(packed) == traces.trace_event_counts(plain)
+    assert traces.trace_spans(packed) == traces.trace_spans(plain)
+    renamed = tmp_path / "trace_gz_without_suffix.json"  # detected by content, not by name
+    renamed.write_bytes(packed.read_bytes())
+    assert traces.trace_event_counts(renamed) == traces.trace_event_counts(plain)
 
 
 def test_chrome_trace_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match="not JSON"):
-        profiling.trace_event_counts(bad)
+    with pytest.raises(ValueError, match="bad.json is not JSON"):
+        traces.trace_event_counts(bad)
     bad.write_text(json.dumps({"events": []}))
     with pytest.raises(ValueError, match="traceEvents"):
-        profiling.trace_event_counts(bad)
+        traces.trace_event_counts(bad)
+    bad.write_bytes(b"\xff\xfe\x00\x01binary")
+    with pytest.raises(ValueError, match="bad.json is not a UTF-8 JSON"):
+        traces.trace_event_counts(bad)
+    truncated = tmp_path / "cut.json.gz"
+    truncated.write_bytes(gzip.compress(b'{"traceEvents": []}')[:-6])
+    with pytest.raises(ValueError, match="cut.json.gz is a damaged gzip file"):
+        traces.trace_event_counts(truncated)
+    bad.write_text(json.dumps({"traceEvents": 3}))
+    with pytest.raises(ValueError, match="traceEvents"):
+        traces.trace_spans(bad)
+
+
+def test_trace_spans_timeline(trace_path):
+    path = trace_path
+    spans = traces.trace_spans(path)
+    assert [s.name for s in spans] == ["slow", "fast"] * 3  # in time order
+    assert spans[0].start_us == 0.0  # relative to the first
+    assert all(s.duration_us >= 0 for s in spans)
+    for a, b in zip(spans, spans[1:]):  # one thread: no overlap
+        assert a.start_us + a.duration_us <= b.start_us + 1e-3
+    only_fast = traces.trace_spans(path, names=["fast"])
+    assert [s.name for s in only_fast] == ["fast"] * 3
+    assert only_fast[0].start_us == spans[1].start_us  # same time origin
+    ops = traces.trace_spans(path, category="cpu_op", names=["aten::neg"])
+    assert len(ops) == 3 and {s.category for s in ops} == {"cpu_op"}
+    everything = traces.trace_spans(path, category=None, names=["slow", "aten::neg"])
+    assert {(s.name, s.category) for s in everything} == {
+        ("slow", "user_annotation"),
+        ("aten::neg", "cpu_op"),
+    }
+    with pytest.raises(ValueError, match=r"no events named \['nope'\]"):
+        traces.trace_spans(path, names=["nope"])
 
 
 def test_cprofile_stats_names_without_paths():
@@ -109,7 +213,7 @@ def test_cprofile_stats_names_without_paths():
     rows = profiling.cprofile_stats(pr, sort="calls")
     std = next(r for r in rows if "'std'" in r.name)
     assert std.calls == 32 and std.builtin
-    assert std.callers in (("<listcomp>",), ("_many_small",))   # comprehensions inline from 3.12
+    assert std.callers in (("<listcomp>",), ("_many_small",))  # comprehensions inline from 3.12
     mine = next(r for r in rows if r.name == "_many_small")
     assert mine.where.startswith("test_profiling.py:") and "/" not in mine.where
     assert mine.cumtime >= mine.tottime >= 0

@@ -22,14 +22,17 @@ def trained_block(cin, cout, stride=1, groups=1, seed=0):
     return block.eval()
 
 
-@pytest.mark.parametrize("cin,cout,stride,groups,has_id", [
-    (8, 8, 1, 1, True),
-    (8, 8, 1, 2, True),
-    (8, 8, 1, 8, True),
-    (4, 8, 1, 1, False),
-    (8, 8, 2, 1, False),
-    (6, 12, 2, 3, False),
-])
+@pytest.mark.parametrize(
+    "cin,cout,stride,groups,has_id",
+    [
+        (8, 8, 1, 1, True),
+        (8, 8, 1, 2, True),
+        (8, 8, 1, 8, True),
+        (4, 8, 1, 1, False),
+        (8, 8, 2, 1, False),
+        (6, 12, 2, 3, False),
+    ],
+)
 def test_collapse_equals_block(cin, cout, stride, groups, has_id):
     block = trained_block(cin, cout, stride, groups)
     assert (block.bn_id is not None) == has_id
@@ -51,6 +54,10 @@ def test_identity_kernel_is_identity():
         identity_kernel(4, 1, 2)
     with pytest.raises(ValueError, match="multiple of groups"):
         identity_kernel(6, 4)
+    with pytest.raises(TypeError, match="identity_kernel: channels must be an integer, got float"):
+        identity_kernel(4.0)
+    with pytest.raises(ValueError, match="identity_kernel: groups must be an integer >= 1"):
+        identity_kernel(4, 0)
 
 
 def test_collapse_errors():
@@ -64,8 +71,14 @@ def test_collapse_errors():
 def test_block_validates_arguments():
     with pytest.raises(ValueError, match="divisible by groups=3"):
         RepVGGBlock(4, 6, groups=3)
-    with pytest.raises(ValueError, match="stride must be a positive integer"):
+    with pytest.raises(ValueError, match="RepVGGBlock: stride must be an integer >= 1, got 0"):
         RepVGGBlock(4, 4, stride=0)
+    with pytest.raises(TypeError, match="RepVGGBlock: in_channels must be an integer, got str"):
+        RepVGGBlock("4", 4)
+    with pytest.raises(TypeError, match="RepVGGBlock: groups must be an integer, got bool"):
+        RepVGGBlock(4, 4, groups=True)
+    with pytest.raises(TypeError, match="RepVGGBlock: act must be Module, got builtin_function"):
+        RepVGGBlock(4, 4, act=torch.relu)
 
 
 def test_block_input_untouched_by_collapse():
@@ -73,3 +86,27 @@ def test_block_input_untouched_by_collapse():
     state = {k: v.clone() for k, v in block.state_dict().items()}
     collapse_repvgg(block)
     assert all(torch.equal(state[k], v) for k, v in block.state_dict().items())
+
+
+@pytest.mark.parametrize("cin,cout,stride", [(8, 8, 1), (4, 8, 2)])
+def test_collapse_keeps_conv_biases(cin, cout, stride):
+    """Issue 12: a conv3 (or conv1) given a bias used to be folded without it."""
+    block = trained_block(cin, cout, stride)
+    with torch.no_grad():
+        for name in ("conv3", "conv1"):
+            old = getattr(block, name)
+            new = nn.Conv2d(cin, cout, old.kernel_size, stride, old.padding, bias=True)
+            new.weight.copy_(old.weight)
+            new.bias.uniform_(-2, 2)
+            setattr(block, name, new.eval())
+    fused = collapse_repvgg(block)
+    x = torch.randn(2, cin, 9, 9)
+    with torch.no_grad():
+        assert torch.allclose(fused(x), block(x), atol=1e-5, rtol=1e-5)
+
+
+def test_collapse_refuses_hooks():
+    block = trained_block(4, 4)
+    block.conv3.register_forward_hook(lambda m, i, o: None)
+    with pytest.raises(ValueError, match="collapse_repvgg: conv3 carries hooks"):
+        collapse_repvgg(block)

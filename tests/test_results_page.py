@@ -1,63 +1,172 @@
-"""Tests of scripts/results_page.py: the generated results page."""
+"""Tests of scripts/results_page.py: the generated results page and its chart."""
 
-import json
-from pathlib import Path
+from __future__ import annotations
 
 import pytest
 
 import results_page  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from tricks_helpers import bench
 
-CARD = ("environment\n  torch    2.13.0 (build cpu)\n  python   3.11.7\n  device   cpu\n"
-        "  cpu      Test CPU\n  threads  2\n  cuda     not available\n  cudnn    not available\n"
-        "  gpu      none\n  bf16     emulated (...)\n")
+CARD = (
+    "environment\n  torch    2.13.0 (build cpu)\n  python   3.11.7\n  device   cpu\n"
+    "  cpu      Test CPU\n  threads  2\n  cuda     not available\n  cudnn    not available\n"
+    "  gpu      none\n  bf16     emulated (...)\n  executed 2026-11-20\n"
+    "  commit   0123456789ab\n"
+)
+LINE = "FASTER 1.22x [1.15-1.31] conv+BN fusion, batch 1 (cpu, 2 threads)\n"
+DETAILS = "  baseline ~1.47 ms, trick ~1.21 ms; 31 rounds x 5 calls; outputs checked equal\n"
+TABLE = (
+    "what          baseline       trick  speed-up [95% interval]  verdict\n"
+    "same           ~129 us     ~131 us  1.00x [0.77-1.13]        NO CLEAR DIFFERENCE\n"
+    "fast one       ~591 us    ~46.8 us  12.6x [11.0-14.2]        FASTER\n"
+)
 
 
-def notebook(path: Path, title: str, outputs: list[str], ignored: tuple[int, ...] = ()) -> Path:
-    cells = [{"cell_type": "markdown", "metadata": {}, "source": [f"# {title}\n", "text"]}]
-    for i, text in enumerate(outputs):
-        source = "# NBVAL_IGNORE_OUTPUT\nx" if i in ignored else "x"
-        cells.append({"cell_type": "code", "metadata": {}, "execution_count": 1, "source": source,
-                      "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    return path
+def chapter(make_notebook, name, title, outputs):
+    cells = [f"# {title}\n\ntext"] + [{"source": "x", "outputs": [o]} for o in outputs]
+    return results_page.read_chapter(make_notebook(f"{name}.ipynb", cells))
 
 
-def test_reads_card_bench_and_generic_verdicts(tmp_path):
-    nb = notebook(tmp_path / "01_x.ipynb", "01 · Topic", [
-        CARD,
-        "[bench] fusion: baseline ~1.2 ms, trick ~0.8 ms, speed-up ~1.5x [cpu, 2 threads, needs 1.15x] -> FASTER\n",
-        "not a verdict -> lower case\nduplicates across workers: 0 of 4 -> CLEAN\n",
-    ])
-    ch = results_page.read_chapter(nb)
+def test_reads_card_verdict_line_and_details(make_notebook):
+    ch = chapter(make_notebook, "01_x", "01 · Topic", [CARD, LINE + DETAILS, "not a verdict\n"])
     assert ch.title == "01 · Topic"
     assert ch.card["torch"] == "2.13.0 (build cpu)" and ch.card["threads"] == "2"
-    assert [r["verdict"] for r in ch.verdicts] == ["FASTER", "CLEAN"]
-    bench_row, generic = ch.verdicts
-    assert bench_row["claim"] == "fusion" and bench_row["ratio"] == "~1.5x"
-    assert bench_row["device"] == "cpu, 2 threads, needs 1.15x"
-    assert generic["claim"] == "duplicates across workers: 0 of 4"
+    assert ch.card["executed"] == "2026-11-20" and ch.card["commit"] == "0123456789ab"
+    (row,) = ch.rows
+    assert (row.label, row.verdict, row.ratio, row.lo, row.hi) == (
+        "conv+BN fusion, batch 1",
+        "FASTER",
+        1.22,
+        1.15,
+        1.31,
+    )
+    assert (row.baseline, row.trick, row.rounds, row.where) == (
+        "~1.47 ms",
+        "~1.21 ms",
+        "31 x 5",
+        "cpu, 2 threads",
+    )
 
 
-def test_render_has_one_row_per_verdict_and_counts(tmp_path):
-    a = results_page.read_chapter(notebook(tmp_path / "01_a.ipynb", "A", [
-        CARD, "x -> FASTER\n", "y | z -> NO CLEAR DIFFERENCE\n"], ignored=(2,)))
-    b = results_page.read_chapter(notebook(tmp_path / "02_b.ipynb", "B", ["nothing\n"]))
+def test_reads_table_rows_with_the_cards_device(make_notebook):
+    ch = chapter(make_notebook, "03_x", "03 · T", [CARD, TABLE])
+    assert [
+        (r.label, r.verdict, r.ratio, r.lo, r.hi, r.baseline, r.trick, r.where) for r in ch.rows
+    ] == [
+        ("same", "NO CLEAR DIFFERENCE", 1.0, 0.77, 1.13, "~129 us", "~131 us", "cpu, 2 threads"),
+        ("fast one", "FASTER", 12.6, 11.0, 14.2, "~591 us", "~46.8 us", "cpu, 2 threads"),
+    ]
+
+
+def test_a_comparison_printed_as_line_and_table_row_counts_once(make_notebook):
+    row = "conv fusion     ~1.47 ms    ~1.21 ms  1.22x [1.15-1.31]        FASTER\n"
+    head = TABLE.splitlines(keepends=True)[0]
+    ch = chapter(make_notebook, "06_x", "06 · T", [CARD, LINE + DETAILS, head + row])
+    assert len(ch.rows) == 1
+
+
+def test_old_style_and_unrelated_lines_are_not_verdicts(make_notebook):
+    old = (
+        "[bench] fusion: baseline ~1.2 ms, trick ~0.8 ms, speed-up ~1.5x [cpu, 2 threads, "
+        "needs 1.15x] -> FASTER\n"
+    )
+    indented = "  FASTER 1.2x [1.1-1.3] indented (cpu, 2 threads)\n"
+    ch = chapter(make_notebook, "02_x", "02 · T", [CARD, old, "FASTER is a word\n", indented])
+    assert ch.rows == []
+
+
+def test_real_bench_output_round_trips(make_notebook, capsys):
+    """What bench.compare and bench.table print is what the page reads."""
+    cmp = bench.comparison_from_times("sleep less", [2e-3] * 9, [1e-3] * 9)
+    print(cmp)
+    print(bench.table({"sleep less, table": cmp}))
+    ch = chapter(make_notebook, "04_x", "04 · T", [CARD, capsys.readouterr().out])
+    (row,) = ch.rows  # the table row repeats the comparison
+    assert (row.verdict, row.ratio, row.baseline, row.trick) == (cmp.verdict, 2.0, "~2 ms", "~1 ms")
+
+
+def test_render_has_card_chart_and_one_row_per_verdict(make_notebook):
+    a = chapter(make_notebook, "01_a", "01 · A", [CARD, LINE + DETAILS, TABLE])
+    b = chapter(make_notebook, "02_b", "02 · B", [CARD, "nothing measured\n"])
     page = results_page.render([a, b])
     assert page.startswith("# Results")
-    assert "2 verdicts from 2 chapters: 1 FASTER, 1 NO CLEAR DIFFERENCE." in page
-    assert "| x |  |  |  |  | FASTER | yes |" in page
-    assert "| y \\| z |  |  |  |  | NO CLEAR DIFFERENCE | no (varies by machine) |" in page
-    assert "This chapter prints no verdict lines." in page
-    assert "torch 2.13.0 (build cpu) on cpu (Test CPU, 2 threads" in page
+    assert (
+        "3 measured verdicts from 1 of 2 chapters: 2 FASTER, 0 SLOWER, "
+        "1 NO CLEAR DIFFERENCE." in page
+    )
+    assert (
+        "| conv+BN fusion, batch 1 | ~1.47 ms | ~1.21 ms | 1.22x [1.15-1.31] | FASTER "
+        "| cpu, 2 threads |" in page
+    )
+    assert "| same | ~129 us | ~131 us | 1.00x [0.77-1.13] | NO CLEAR DIFFERENCE |" in page
+    assert "This chapter prints no measured verdicts." in page
+    assert (
+        "torch 2.13.0 (build cpu) on cpu (Test CPU, 2 threads; GPU: none; bf16: "
+        "emulated (...)), executed 2026-11-20 at commit 0123456789ab."
+    ) in page
+    assert f"```{{figure}} {results_page.CHART_NAME}" in page and ":alt: " in page
 
 
-def test_rejects_bad_notebooks(tmp_path):
+def test_page_without_verdicts_has_no_chart(make_notebook):
+    b = chapter(make_notebook, "02_b", "02 · B", [CARD])
+    assert "{figure}" not in results_page.render([b])
+
+
+def test_label_pipes_are_escaped(make_notebook):
+    ch = chapter(
+        make_notebook, "01_a", "01 · A", [CARD, "SLOWER 0.50x [0.40-0.60] a | b (cpu, 1 thread)\n"]
+    )
+    row = "| a \\| b | ? | ? | 0.50x [0.40-0.60] | SLOWER | cpu, 1 threads |"
+    assert row in results_page.render([ch])
+
+
+def test_chart_is_reproducible_and_checked_by_its_data(make_notebook, tmp_path):
+    chapters = [chapter(make_notebook, "01_a", "01 · A", [CARD, LINE + DETAILS, TABLE])]
+    book = tmp_path / "book"
+    book.mkdir()
+    results_page.write(chapters, book)
+    chart = book / results_page.CHART_NAME
+    first = chart.read_bytes()
+    assert b"<svg" in first
+    assert results_page.chart_digest(chart) == results_page.data_digest(chapters)
+    assert results_page.stale(chapters, book) == []
+    results_page.render_chart(chapters, tmp_path / "again.svg")
+    assert (tmp_path / "again.svg").read_bytes() == first, "the same data draws the same bytes"
+    chart.write_bytes(first.replace(b"<svg", b"<svg data-touched='1'"))  # bytes differ, data not
+    assert results_page.stale(chapters, book) == []
+    chapters[0].rows[0].ratio = 9.9  # a measurement changed
+    assert results_page.stale(chapters, book) == [
+        "results.md differs from the stored outputs",
+        f"{results_page.CHART_NAME} is missing or plots other data",
+    ]
+
+
+def test_chart_is_removed_when_nothing_is_measured(make_notebook, tmp_path):
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / results_page.CHART_NAME).write_text("<svg/>")
+    chapters = [chapter(make_notebook, "01_a", "01 · A", [CARD])]
+    assert results_page.stale(chapters, book)[-1].endswith("no chapter prints a measured verdict")
+    results_page.write(chapters, book)
+    assert not (book / results_page.CHART_NAME).exists()
+    assert results_page.stale(chapters, book) == []
+
+
+def test_rejects_bad_notebooks(tmp_path, make_notebook):
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="not a readable notebook"):
         results_page.read_chapter(bad)
     with pytest.raises(ValueError, match="no '# Title' heading"):
-        results_page.read_chapter(notebook(tmp_path / "t.ipynb", "", []).with_name("t.ipynb"))
+        results_page.read_chapter(make_notebook("t.ipynb", ["no title here"]))
+
+
+def test_main_writes_then_checks_clean(tmp_book, capsys):
+    root = tmp_book({"01_a": ["# 01 · A", {"outputs": [CARD, LINE + DETAILS]}]})
+    assert results_page.main(["--check"], root=root) == 1
+    assert results_page.main([], root=root) == 0
+    assert (root / "book" / results_page.CHART_NAME).is_file()
+    assert results_page.main(["--check"], root=root) == 0
 
 
 def test_committed_results_page_matches_the_stored_notebooks():

@@ -1,22 +1,32 @@
-"""Tests of tricks_helpers.seeding (chapter 01)."""
+"""Tests of tricks_helpers.seeding (chapter 01): seeding, the RNG walk and seed_worker.
+
+The audit (find_duplicate_samples) is tested in test_seeding_audit.py.
+"""
 
 from __future__ import annotations
 
+import collections
+import functools
 import random
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset
+from torch.utils.data import DataLoader, Dataset
 
-from tricks_helpers.seeding import (DuplicateReport, derive_seed, find_duplicate_samples,
-                                    fingerprint, reseed_rng_objects, seed_everything,
-                                    seed_worker)
-
-
-# ----------------------------------------------------------------------------- datasets
+from tricks_helpers import rng_walk, seeding
+from tricks_helpers.seeding import (
+    RNGWalk,
+    derive_seed,
+    find_rng_objects,
+    reseed_rng_objects,
+    seed_everything,
+    seed_worker,
+    worker_seeding,
+)
 
 
 class Jitter:
@@ -29,70 +39,21 @@ class Jitter:
         return x + self.rng.normal(size=x.shape).astype(np.float32)
 
 
-class CopiedRNGs(Dataset):
-    """Every kind of RNG object made in __init__: the bug that survives torch 1.9."""
-
-    def __init__(self, kind: str, n: int = 12):
-        self.kind, self.n = kind, n
+class Holder:
+    def __init__(self):
         self.gen = np.random.default_rng(0)
         self.legacy = np.random.RandomState(0)
         self.pyrng = random.Random(0)
         self.tgen = torch.Generator().manual_seed(0)
         self.transforms = [Jitter(1)]
 
-    def __len__(self):
-        return self.n
 
-    def __getitem__(self, i):
-        x = np.full(3, i, dtype=np.float32)
-        if self.kind == "generator":
-            return x + self.gen.random(3)
-        if self.kind == "randomstate":
-            return (i, self.legacy.rand(3))
-        if self.kind == "random":
-            return {"i": i, "u": self.pyrng.random()}
-        if self.kind == "torch":
-            return torch.rand(3, generator=self.tgen) + i
-        if self.kind == "nested":
-            return self.transforms[0](x)
-        if self.kind == "global":
-            return x + np.random.rand(3)
-        if self.kind == "none":
-            return torch.full((3,), float(i))
-        raise AssertionError(self.kind)
-
-
-class Identical(Dataset):
-    """All items equal; the augmentation is correctly random per worker (global numpy)."""
-
-    def __len__(self):
-        return 6
-
-    def __getitem__(self, i):
-        return np.zeros(2) + np.random.rand(2)
-
-
-class NoLen(Dataset):
-    def __getitem__(self, i):
-        return i
-
-
-class Stream(IterableDataset):
-    def __iter__(self):
-        return iter(range(3))
-
-
-class Empty(Dataset):
-    def __len__(self):
-        return 0
-
-    def __getitem__(self, i):
-        raise IndexError(i)
-
-
-def historic_init(worker_id: int) -> None:
-    """Before torch 1.9 every forked worker inherited the parent's numpy state."""
-    np.random.seed(1234)
+def _draw(rng):
+    if isinstance(rng, torch.Generator):
+        return torch.rand(1, generator=rng).item()
+    if isinstance(rng, np.random.BitGenerator):
+        return float(np.random.Generator(rng).random())
+    return float(rng.random())
 
 
 # ----------------------------------------------------------------------------- seed_everything
@@ -109,25 +70,35 @@ def test_seed_everything_seeds_python_numpy_torch():
 
 def test_seed_everything_accepts_numpy_int_and_bounds():
     assert seed_everything(np.uint32(5)) == 5
+    assert type(seed_everything(np.int64(5))) is int
     assert seed_everything(0) == 0
     assert seed_everything(2**32 - 1) == 2**32 - 1
 
 
-@pytest.mark.parametrize("bad", [-1, 2**32, 1.0, "3", None, True, np.bool_(False)])
-def test_seed_everything_rejects_bad_seed_without_changing_state(bad):
-    torch.manual_seed(3)
-    np.random.seed(3)
-    random.seed(3)
+@pytest.mark.parametrize(
+    "bad, error, match",
+    [
+        (-1, ValueError, r"seed must be an integer in \[0, 4294967295\], got -1"),
+        (2**32, ValueError, r"seed must be an integer in \[0, 4294967295\], got 4294967296"),
+        (1.5, TypeError, "seed must be an integer, got float 1.5"),
+        (1.0, TypeError, "seed must be an integer, got float"),
+        ("3", TypeError, "seed must be an integer, got str"),
+        (None, TypeError, "seed must be an integer, got NoneType"),
+        (True, TypeError, "seed must be an integer, got bool"),
+        (np.bool_(False), TypeError, "seed must be an integer, got bool"),
+    ],
+)
+def test_seed_everything_rejects_bad_seed_without_changing_state(bad, error, match):
+    # package policy (tricks_helpers._checks): wrong type -> TypeError, wrong value -> ValueError
+    seed_everything(3)
     expected = (random.random(), np.random.rand(), torch.rand(1).item())
-    torch.manual_seed(3)
-    np.random.seed(3)
-    random.seed(3)
-    with pytest.raises(ValueError, match=r"\[0, 2\*\*32\)"):
+    seed_everything(3)
+    with pytest.raises(error, match=f"^seed_everything: {match}"):
         seed_everything(bad)
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
 
 
-# ----------------------------------------------------------------------------- derive / reseed
+# ----------------------------------------------------------------------------- derive_seed
 
 
 def test_derive_seed_is_stable_and_distinct():
@@ -136,37 +107,55 @@ def test_derive_seed_is_stable_and_distinct():
     assert derive_seed(1, "a") != derive_seed(1, "b")
     assert derive_seed(2**63 + 5, "a") != derive_seed(5, "a")  # high bits count
     assert 0 <= derive_seed(123, "x") < 2**64
+    assert derive_seed(np.uint64(7), "a") == derive_seed(7, "a")
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, True])
-def test_derive_seed_rejects_bad_base(bad):
-    with pytest.raises(ValueError, match="non-negative integer"):
-        derive_seed(bad, "a")
+@pytest.mark.parametrize(
+    "base, tag, error, match",
+    [
+        (-1, "a", ValueError, "base_seed must be an integer >= 0, got -1"),
+        (1.5, "a", TypeError, "base_seed must be an integer, got float"),
+        (True, "a", TypeError, "base_seed must be an integer, got bool"),
+        (1, 3, TypeError, "tag must be str, got int"),
+    ],
+)
+def test_derive_seed_rejects_bad_arguments(base, tag, error, match):
+    with pytest.raises(error, match=f"^derive_seed: {match}"):
+        derive_seed(base, tag)
 
 
-def test_derive_seed_rejects_bad_tag():
-    with pytest.raises(ValueError, match="tag must be a string"):
-        derive_seed(1, 3)
+# ----------------------------------------------------------------------------- the walk
 
 
 def test_reseed_rng_objects_finds_nested_shared_and_cyclic():
-    ds = CopiedRNGs("nested")
+    ds = Holder()
     ds.more = {"t": (Jitter(), [torch.Generator()])}
     ds.alias = ds.gen  # shared: reseeded once
     ds.me = ds  # cycle
     ds.module = np  # modules are not entered
     paths = reseed_rng_objects(ds, 99)
-    assert paths == ["dataset.gen", "dataset.legacy", "dataset.pyrng", "dataset.tgen",
-                     "dataset.transforms[0].rng", "dataset.more['t'][0].rng",
-                     "dataset.more['t'][1][0]"]
+    assert paths == [
+        "dataset.gen",
+        "dataset.legacy",
+        "dataset.pyrng",
+        "dataset.tgen",
+        "dataset.transforms[0].rng",
+        "dataset.more['t'][0].rng",
+        "dataset.more['t'][1][0]",
+    ]
 
 
 def test_reseed_rng_objects_is_reproducible_and_distinct_per_seed_and_path():
     def draws(seed):
-        ds = CopiedRNGs("nested")
+        ds = Holder()
         reseed_rng_objects(ds, seed)
-        return (ds.gen.random(), ds.legacy.rand(), ds.pyrng.random(),
-                torch.rand(1, generator=ds.tgen).item(), ds.transforms[0].rng.random())
+        return (
+            ds.gen.random(),
+            ds.legacy.rand(),
+            ds.pyrng.random(),
+            torch.rand(1, generator=ds.tgen).item(),
+            ds.transforms[0].rng.random(),
+        )
 
     a, b, c = draws(1), draws(1), draws(2)
     assert a == b
@@ -176,7 +165,7 @@ def test_reseed_rng_objects_is_reproducible_and_distinct_per_seed_and_path():
 
 def test_reseed_rng_objects_non_mt_randomstate_and_slots():
     class Slotted:
-        __slots__ = ("rng",)
+        __slots__ = ("rng", "unset")
 
         def __init__(self):
             self.rng = np.random.RandomState(np.random.PCG64(0))
@@ -187,11 +176,118 @@ def test_reseed_rng_objects_non_mt_randomstate_and_slots():
     assert obj.rng.rand() != before
 
 
-def test_reseed_rng_objects_rejects_bad_seed_before_changing_anything():
-    ds = CopiedRNGs("generator")
+def test_walk_reaches_private_slots_and_odd_attribute_names():
+    class Private:
+        __slots__ = ("__rng",)
+
+        def __init__(self):
+            self.__rng = random.Random(0)
+
+    holder = Holder()
+    holder.__dict__[1] = np.random.default_rng(0)  # a non-string attribute name
+    assert find_rng_objects(Private(), root="p").paths == ("p.__rng",)
+    assert find_rng_objects(holder).paths[-1] == "dataset.1"
+
+
+def _containers():
+    """Every container kind issue 12 found seed_worker missing, each holding one RNG."""
+
+    def augment(x, rng=None):
+        return x
+
+    def make_closure(rng):
+        return lambda x: x + rng.random()
+
+    g = np.random.default_rng(0)
+    return {
+        "partial keyword": (
+            functools.partial(augment, rng=np.random.default_rng(0)),
+            "root.keywords['rng']",
+        ),
+        "partial argument": (functools.partial(augment, 1, random.Random(0)), "root.args[1]"),
+        "partial of a transform": (functools.partial(Jitter(0)), "root.func.rng"),
+        "deque": (collections.deque([1, torch.Generator().manual_seed(0)]), "root[1]"),
+        "set": ({"plain", Jitter(0)}, "root{0}.rng"),
+        "frozenset": (frozenset({Jitter(0)}), "root{0}.rng"),
+        "numpy object array": (
+            np.array([[None, 1], [Jitter(0), "x"]], dtype=object),
+            "root[1, 0].rng",
+        ),
+        "bound method": (Jitter(0).__call__, "root.__self__.rng"),
+        "bound method of an RNG": (g.normal, "root.__self__"),
+        "closure": (make_closure(random.Random(0)), "root.<closure rng>"),
+        # an RNG made once in a default argument is exactly the case under test
+        "default argument": (
+            (lambda x, rng=np.random.RandomState(0): x),  # noqa: B008
+            "root.__defaults__[0]",
+        ),
+        "dict value": ({"k": [np.random.PCG64(0)]}, "root['k'][0]"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_containers()))
+def test_walk_reaches_rngs_in_every_known_container(name):
+    obj, path = _containers()[name]
+    walk = find_rng_objects(obj, root="root")
+    assert walk.paths == (path,)
+    # and reseeding changes the stream the object draws
+    before = find_rng_objects(_containers()[name][0], root="root")
+    assert before.paths == (path,)
+    assert reseed_rng_objects(obj, 1, root="root") == [path]
+
+
+def test_walk_does_not_enter_modules_classes_or_dict_keys():
+    class WithClassRNG:
+        shared = np.random.default_rng(0)  # a class attribute: documented as not reached
+
+    key_rng = random.Random(0)
+    obj = {"cls": WithClassRNG, "instance": WithClassRNG(), "module": np, key_rng: 1}
+    assert find_rng_objects(obj).paths == ()
+
+
+def test_system_random_is_not_reseeded_and_a_shared_bit_generator_once():
+    bg = np.random.PCG64(0)
+    obj = {"sys": random.SystemRandom(), "g": np.random.Generator(bg), "bg": bg}
+    assert find_rng_objects(obj).paths == ("dataset['g']",)
+
+
+def test_set_order_follows_rng_state_not_insertion_order():
+    def run(order):
+        rngs = [random.Random(s) for s in order]
+        reseed_rng_objects(set(rngs), 11)
+        return {s: r.random() for s, r in zip(order, rngs)}
+
+    assert run([1, 2, 3]) == run([3, 1, 2])
+
+
+def test_walk_counts_and_is_cheap_on_100k_plain_samples():
+    # issue 12: the old walk took ~4.4 s per 100k (path, label) tuples, in every worker and epoch
+    class Files:
+        def __init__(self, n):
+            self.samples = [(f"/data/img_{i}.jpg", i % 10) for i in range(n)]
+            self.index = {f"img_{i}": i for i in range(n)}
+            self.labels = np.arange(n)
+            self.aug = Jitter(0)
+
+    ds = Files(100_000)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        walk = find_rng_objects(ds)
+        best = min(best, time.perf_counter() - start)
+    assert walk == RNGWalk(paths=("dataset.aug.rng",), entered=4, skipped=200_001)
+    assert best < 1.0, f"walking 100k plain samples took {best:.2f} s"  # typically ~30 ms
+
+
+def test_walk_rejects_bad_arguments_before_changing_anything():
+    ds = Holder()
     state = ds.gen.bit_generator.state
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="^reseed_rng_objects: base_seed must be an integer >= 0"):
         reseed_rng_objects(ds, -3)
+    with pytest.raises(TypeError, match="^reseed_rng_objects: base_seed must be an integer"):
+        reseed_rng_objects(ds, "3")
+    with pytest.raises(TypeError, match="root must be str"):
+        reseed_rng_objects(ds, 3, root=1)
     assert ds.gen.bit_generator.state == state
 
 
@@ -199,8 +295,23 @@ def test_reseed_rng_objects_rejects_bad_seed_before_changing_anything():
 
 
 def test_seed_worker_outside_a_worker_raises():
+    assert worker_seeding() is None
     with pytest.raises(RuntimeError, match="inside a DataLoader worker"):
         seed_worker(0)
+    with pytest.raises(TypeError, match="^seed_worker: worker_id must be an integer"):
+        seed_worker("0")
+
+
+class TorchRNG(Dataset):
+    def __init__(self, n=8):
+        self.n = n
+        self.tgen = torch.Generator().manual_seed(0)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.rand(3, generator=self.tgen) + i
 
 
 def _epoch(loader):
@@ -209,9 +320,13 @@ def _epoch(loader):
 
 def test_seed_worker_reseeds_copied_generators_per_worker_and_epoch_reproducibly():
     def run():
-        loader = DataLoader(CopiedRNGs("torch", n=8), batch_size=4, num_workers=2,
-                            worker_init_fn=seed_worker,
-                            generator=torch.Generator().manual_seed(0))
+        loader = DataLoader(
+            TorchRNG(),
+            batch_size=4,
+            num_workers=2,
+            worker_init_fn=seed_worker,
+            generator=torch.Generator().manual_seed(0),
+        )
         return [_epoch(loader) for _ in range(2)]
 
     a, b = run(), run()
@@ -224,154 +339,109 @@ def test_seed_worker_reseeds_copied_generators_per_worker_and_epoch_reproducibly
 
 
 def test_without_seed_worker_copied_generator_repeats():
-    loader = DataLoader(CopiedRNGs("torch", n=8), batch_size=4, num_workers=2)
+    loader = DataLoader(TorchRNG(), batch_size=4, num_workers=2)
     e1, e2 = _epoch(loader), _epoch(loader)
-    assert torch.allclose(e1[0] - torch.arange(4)[:, None], e1[1] - torch.arange(4, 8)[:, None],
-                          atol=1e-5)
+    assert torch.allclose(
+        e1[0] - torch.arange(4)[:, None], e1[1] - torch.arange(4, 8)[:, None], atol=1e-5
+    )
     assert torch.equal(e1[0], e2[0])
+
+
+class Record(Dataset):
+    """Returns what seed_worker recorded in the worker."""
+
+    def __init__(self):
+        self.aug = functools.partial(Jitter.__call__, Jitter(0))
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        record = worker_seeding()
+        return record.worker_id, record.seed, record.reseeded
+
+
+def test_seed_worker_records_what_it_did_in_the_worker():
+    loader = DataLoader(
+        Record(),
+        batch_size=1,
+        num_workers=2,
+        worker_init_fn=seed_worker,
+        collate_fn=lambda batch: batch[0],
+    )
+    got = sorted(loader)
+    assert [w for w, _, _ in got] == [0, 1]
+    assert got[0][1] + 1 == got[1][1]  # worker seeds: base_seed + worker_id
+    assert {paths for _, _, paths in got} == {("dataset.aug.args[0].rng",)}
 
 
 def test_seed_worker_rejects_wrong_worker_id():
     def init(worker_id):
         seed_worker(worker_id + 1)
 
-    loader = DataLoader(CopiedRNGs("none", n=2), batch_size=1, num_workers=1, worker_init_fn=init)
+    loader = DataLoader(TorchRNG(2), batch_size=1, num_workers=1, worker_init_fn=init)
     with pytest.raises(ValueError, match="not this worker's id"):
         next(iter(loader))
 
 
-# ----------------------------------------------------------------------------- fingerprint
-
-
-def test_fingerprint_is_bitwise():
-    assert fingerprint(np.zeros(3)) == fingerprint(np.zeros(3))
-    assert fingerprint(np.zeros(3)) != fingerprint(np.zeros(3, dtype=np.float32))
-    assert fingerprint(np.zeros(3)) != fingerprint(np.zeros((3, 1)))
-    assert fingerprint(torch.tensor([0.0])) != fingerprint(torch.tensor([-0.0]))
-    assert fingerprint(torch.zeros(2)) != fingerprint(np.zeros(2, dtype=np.float32))
-    assert fingerprint({"a": (1, 2.0)}) != fingerprint({"a": (1, 2.5)})
-    assert fingerprint([1, "x", None, torch.ones(2, dtype=torch.bfloat16)]) == \
-        fingerprint([1, "x", None, torch.ones(2, dtype=torch.bfloat16)])
-    assert fingerprint(1) != fingerprint(1.0) != fingerprint(True)
-
-
-# ----------------------------------------------------------------------------- audit
-
-
-@pytest.mark.parametrize("kind", ["generator", "randomstate", "random", "torch", "nested"])
-def test_audit_finds_copied_rngs_and_seed_worker_fixes_them(kind):
-    bad = find_duplicate_samples(CopiedRNGs(kind), items=4)
-    assert (bad.across_workers, bad.across_epochs) == (8, 8)
-    assert (bad.across_workers_checked, bad.across_epochs_checked) == (8, 8)
-    assert not bad.clean and "DUPLICATES" in str(bad)
-    good = find_duplicate_samples(CopiedRNGs(kind), items=4, worker_init_fn=seed_worker)
-    assert (good.across_workers, good.across_epochs) == (0, 0)
-    assert good.clean and "-> clean" in str(good)
-
-
-def test_audit_persistent_workers_repeat_across_workers_only():
-    report = find_duplicate_samples(CopiedRNGs("generator"), items=4, persistent_workers=True)
-    assert (report.across_workers, report.across_epochs) == (8, 0)
-    assert "persistent workers" in str(report)
-
-
-def test_audit_historic_numpy_bug_and_modern_default():
-    old = find_duplicate_samples(CopiedRNGs("global"), items=4, worker_init_fn=historic_init)
-    assert (old.across_workers, old.across_epochs) == (8, 8)
-    now = find_duplicate_samples(CopiedRNGs("global"), items=4)
-    assert now.clean
-
-
-def test_audit_identical_items_with_random_augmentation_are_clean():
-    report = find_duplicate_samples(Identical(), num_workers=2, epochs=3)
-    assert report.items_without_randomness == 0
-    assert report.clean
-    assert report.across_workers_checked == 6 * 1 * 3 and report.across_epochs_checked == 6 * 2 * 3
-
-
-def test_audit_excludes_items_without_randomness():
-    report = find_duplicate_samples(CopiedRNGs("none", n=3))
-    assert report.items_probed == 3 and report.items_without_randomness == 3
-    assert report.across_workers == report.across_epochs == 0
-    assert "no randomness found" in str(report)
-
-
-def test_audit_report_type():
-    report = find_duplicate_samples(CopiedRNGs("random", n=3), items=2)
-    assert isinstance(report, DuplicateReport)
-    assert report.num_workers == 2 and report.epochs == 2 and report.repeats == 4
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    ({"num_workers": 1}, "num_workers must be an integer >= 2"),
-    ({"num_workers": 0}, "num_workers must be an integer >= 2"),
-    ({"epochs": 1}, "epochs must be an integer >= 2"),
-    ({"epochs": 2.0}, "epochs must be an integer >= 2"),
-    ({"items": 0}, "items must be an integer >= 1"),
-    ({"repeats": 1}, "repeats must be an integer >= 2"),
-    ({"worker_init_fn": 3}, "worker_init_fn must be callable"),
-    ({"persistent_workers": 1}, "persistent_workers must be a bool"),
-    ({"generator": 0}, "generator must be a torch.Generator"),
-])
-def test_audit_rejects_bad_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        find_duplicate_samples(CopiedRNGs("none"), **kwargs)
-
-
-def test_audit_rejects_empty_iterable_and_lenless_datasets():
-    with pytest.raises(ValueError, match="empty"):
-        find_duplicate_samples(Empty())
-    with pytest.raises(TypeError, match="iterable-style"):
-        find_duplicate_samples(Stream())
-    with pytest.raises(TypeError, match="__len__"):
-        find_duplicate_samples(NoLen())
-
-
 def test_import_changes_no_global_state():
-    code = ("import random, numpy as np, torch\n"
-            "def state(): return (random.getstate(), np.random.get_state()[1].tolist(), "
-            "torch.get_rng_state().tolist())\n"
-            "before = state()\n"
-            "import tricks_helpers.seeding\n"
-            "assert state() == before\n"
-            "print('ok')")
+    code = (
+        "import random, numpy as np, torch\n"
+        "def state(): return (random.getstate(), np.random.get_state()[1].tolist(), "
+        "torch.get_rng_state().tolist())\n"
+        "before = state()\n"
+        "import tricks_helpers.seeding\n"
+        "assert state() == before\n"
+        "assert tricks_helpers.seeding.worker_seeding() is None\n"
+        "print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
-class CoinFlip(Dataset):
-    """A low-entropy augmentation: a horizontal flip with probability 1/2."""
+def test_audit_is_re_exported():
+    from tricks_helpers import seeding_audit
 
-    def __init__(self):
-        self.rng = random.Random(0)
-
-    def __len__(self):
-        return 4
-
-    def __getitem__(self, i):
-        x = torch.arange(3.0) + 10 * i
-        return x.flip(0) if self.rng.random() < 0.5 else x
+    assert seeding.find_duplicate_samples is seeding_audit.find_duplicate_samples
+    assert seeding.DuplicateReport is seeding_audit.DuplicateReport
 
 
-def test_audit_low_entropy_augmentation_with_enough_repeats():
-    assert find_duplicate_samples(CoinFlip(), repeats=16).across_workers == 8
-    assert find_duplicate_samples(CoinFlip(), repeats=16, worker_init_fn=seed_worker).clean
+def test_find_rng_objects_visits_each_rng_once_in_walk_order():
+    shared = np.random.default_rng(0)
+
+    class Holder:
+        def __init__(self):
+            self.a = shared
+            self.parts = [random.Random(1), shared, {"g": torch.Generator()}]
+
+    seen = []
+    walk = find_rng_objects(Holder(), root="h", visit=lambda rng, path: seen.append((rng, path)))
+    assert (
+        [path for _, path in seen] == list(walk.paths) == ["h.a", "h.parts[0]", "h.parts[2]['g']"]
+    )
+    assert seen[0][0] is shared
 
 
-def test_seed_worker_reaches_wrapped_datasets_and_persistent_workers():
-    wrapped = torch.utils.data.Subset(CopiedRNGs("generator"), list(range(6)))
-    assert find_duplicate_samples(wrapped, items=3).across_workers == 6
-    assert find_duplicate_samples(wrapped, items=3, worker_init_fn=seed_worker).clean
-    assert find_duplicate_samples(CopiedRNGs("torch"), items=3, worker_init_fn=seed_worker,
-                                  persistent_workers=True).clean
+def test_reseed_rng_sets_the_same_state_for_the_same_seed():
+    for make in (np.random.default_rng, np.random.RandomState, random.Random):
+        a, b = make(1), make(2)
+        rng_walk.reseed_rng(a, 7)
+        rng_walk.reseed_rng(b, 7)
+        draw = (lambda r: r.random()) if isinstance(a, random.Random) else (lambda r: r.random(3))
+        assert np.array_equal(draw(a), draw(b))
+    g, h = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    rng_walk.reseed_rng(g, 7)
+    rng_walk.reseed_rng(h, 7)
+    assert torch.equal(torch.rand(3, generator=g), torch.rand(3, generator=h))
 
 
-def test_audit_is_reproducible_with_a_seeded_generator():
-    def run():
-        ds = CopiedRNGs("generator", n=4)
-        loader = DataLoader(ds, batch_size=2, num_workers=2, worker_init_fn=seed_worker,
-                            generator=torch.Generator().manual_seed(5))
-        return [torch.cat(list(loader)) for _ in range(2)]
-
-    a, b = run(), run()
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"root": 3}, "find_rng_objects: root must be str"),
+        ({"visit": "reseed"}, "find_rng_objects: visit must be callable"),
+    ],
+)
+def test_find_rng_objects_type_errors(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        find_rng_objects(object(), **kwargs)

@@ -1,105 +1,106 @@
-"""Correct timing and side-by-side comparisons with verdicts (introduced in chapter 01).
+"""Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
+
+The book's rule: **invariants are compared, measurements are judged.** A speed verdict is
+itself a measurement: it is shown with its spread and decided by code, but never compared as
+text by nbval (the repository's sanitize file masks verdict words and measured digits).
 
 Guarantees:
 
 - every timed call is preceded by warm-up calls, and on CUDA by ``torch.cuda.synchronize()``
   before the clock starts and before it stops;
-- :func:`compare` interleaves baseline and trick round by round, so slow drifts of the
-  machine (other processes, frequency scaling) hit both alike; the ratio is the median of
-  the per-round ratios;
-- the verdict is decided by code against a conservative threshold per device class
-  (:data:`MIN_SPEEDUP`), never by a reader squinting at digits;
-- every measured number is printed with a ``~`` (value) or ``±`` (spread) prefix and the
-  device inside ``[...]``; the repository's sanitize file masks exactly those, so nbval
-  still compares the label, the structure and the verdict word.
+- :func:`compare` and :func:`compare_many` interleave the candidates round by round (in a new
+  seeded random order each round for :func:`compare_many`), so slow drifts of the machine hit
+  all of them alike; the speed-up is the **median of the per-round ratios**
+  ``baseline time / trick time``;
+- its spread and verdict follow the rule of :mod:`tricks_helpers.verdicts` (a confidence
+  interval of the median ratio against one threshold, :data:`NOISE_THRESHOLD`), whose names
+  this module re-exports;
+- the verdict comes first on a short line, e.g.
+  ``FASTER 1.22x [1.15-1.31] conv+BN fusion, batch 1 (cpu, 2 threads)``, followed by an
+  indented line with the raw times (``~`` marks a measured value);
+- robust, large effects can be asserted with loose physical bounds (``at_least=`` /
+  ``at_most=`` of :func:`compare`): the comparison is re-measured up to ``attempts`` times and
+  fails only when no attempt reaches the bound.
 """
 
 from __future__ import annotations
 
-import statistics
+import math
+import random
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
+from tricks_helpers._checks import check_callable, check_int, check_number, check_type
+from tricks_helpers.verdicts import (
+    CONFIDENCE,
+    FASTER,
+    NO_CLEAR_DIFFERENCE,
+    NOISE_THRESHOLD,
+    SLOWER,
+    VERDICT_LINE_RE,
+    VERDICTS,
+    Comparison,
+    ManyComparison,
+    Measurement,
+    check_label,
+    decide,
+    fmt_measured,
+    fmt_ratio,
+    fmt_time,
+    median_interval,
+    table,
+)
+
 __all__ = [
-    "MIN_SPEEDUP", "FASTER", "SLOWER", "NO_CLEAR_DIFFERENCE", "Measurement", "Comparison",
-    "measure", "compare", "decide", "device_class", "fmt_time", "fmt_measured",
+    "NOISE_THRESHOLD",
+    "CONFIDENCE",
+    "FASTER",
+    "SLOWER",
+    "NO_CLEAR_DIFFERENCE",
+    "VERDICTS",
+    "VERDICT_LINE_RE",
+    "Measurement",
+    "Comparison",
+    "ManyComparison",
+    "measure",
+    "compare",
+    "compare_many",
+    "comparison_from_times",
+    "median_interval",
+    "decide",
+    "device_class",
+    "fmt_time",
+    "fmt_measured",
+    "fmt_ratio",
+    "table",
 ]
 
-#: Speed-up (baseline time / trick time) a trick must reach before it is called FASTER.
-#: Conservative: about half the gain typically seen, and above the run-to-run noise of a
-#: shared 2-core CI machine. A ratio below 1/threshold is called SLOWER.
-MIN_SPEEDUP: dict[str, float] = {"cpu": 1.15, "cuda": 1.10}
-
-FASTER = "FASTER"
-SLOWER = "SLOWER"
-NO_CLEAR_DIFFERENCE = "NO CLEAR DIFFERENCE"
+_DEVICE_TYPES = ("cpu", "cuda")
 
 
 def device_class(device: str | torch.device | None = None) -> str:
-    """Return ``"cuda"`` or ``"cpu"`` for ``device`` (default: CUDA when available)."""
+    """Return ``"cuda"`` or ``"cpu"`` for ``device`` (default: CUDA when available).
+
+    Raises:
+        ValueError: for another device type (``"mps"``, ``"meta"``...).
+    """
     if device is None:
         return "cuda" if torch.cuda.is_available() else "cpu"
     kind = torch.device(device).type
-    if kind not in MIN_SPEEDUP:
-        raise ValueError(f"device_class: unsupported device type {kind!r}; expected one of "
-                         f"{sorted(MIN_SPEEDUP)}")
+    if kind not in _DEVICE_TYPES:
+        raise ValueError(
+            f"device_class: unsupported device type {kind!r}; expected one of {list(_DEVICE_TYPES)}"
+        )
     return kind
 
 
-def _check_positive_int(name: str, value: int, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_counts(repeats: int, number: int, warmup: int) -> None:
-    _check_positive_int("repeats", repeats)
-    _check_positive_int("number", number)
-    _check_positive_int("warmup", warmup, minimum=0)
-
-
-def fmt_measured(value: float, digits: int = 3) -> str:
-    """Format a measured number as ``~value`` (the sanitize file masks ``~<digits>``)."""
-    return f"~{value:.{digits}g}"
-
-
-def fmt_time(seconds: float) -> str:
-    """Format a measured duration with a sensible unit, e.g. ``~1.23 ms``."""
-    if seconds < 0:
-        raise ValueError(f"fmt_time: negative duration {seconds!r}")
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{fmt_measured(seconds / scale)} {unit}"
-    return f"{fmt_measured(seconds / 1e-9)} ns"
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Seconds per call of one timed function: median over repeats, and spread."""
-
-    times: tuple[float, ...]
-    device: str
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-    @property
-    def spread(self) -> float:
-        """Half the inter-quartile range (0 with fewer than two repeats)."""
-        if len(self.times) < 2:
-            return 0.0
-        q = statistics.quantiles(self.times, n=4, method="inclusive")
-        return (q[2] - q[0]) / 2
-
-    def per_second(self, items_per_call: float) -> float:
-        """Throughput, e.g. samples/s, when each call processes ``items_per_call`` items."""
-        return items_per_call / self.median
-
-    def __str__(self) -> str:
-        return f"{fmt_time(self.median)} (±{self.spread / self.median * 100:.2g}%)"
+def _check_counts(where: str, repeats: int, number: int, warmup: int) -> None:
+    check_int(where, "repeats", repeats, minimum=1)
+    check_int(where, "number", number, minimum=1)
+    check_int(where, "warmup", warmup, minimum=0)
 
 
 def _sync(device: str) -> None:
@@ -116,12 +117,18 @@ def _time_once(fn: Callable[[], Any], number: int, device: str) -> float:
     return (time.perf_counter() - start) / number
 
 
-def measure(fn: Callable[[], Any], *, repeats: int = 7, number: int = 1, warmup: int = 2,
-            device: str | torch.device | None = None) -> Measurement:
+def measure(
+    fn: Callable[[], Any],
+    *,
+    repeats: int = 7,
+    number: int = 1,
+    warmup: int = 2,
+    device: str | torch.device | None = None,
+) -> Measurement:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timings of ``number`` calls each.
 
     Args:
-        fn: a function of no arguments (wrap arguments with a lambda).
+        fn: a function of no arguments (wrap arguments with a lambda or ``functools.partial``).
         repeats: timed repeats; the median and spread are taken over them.
         number: calls per repeat (raise it for very short functions).
         warmup: untimed calls first (allocator, caches, lazy init, compilation).
@@ -131,11 +138,11 @@ def measure(fn: Callable[[], Any], *, repeats: int = 7, number: int = 1, warmup:
         A :class:`Measurement` of seconds per call.
 
     Raises:
-        ValueError: on a non-callable ``fn`` or non-positive counts.
+        TypeError: on a non-callable ``fn`` or non-integer counts.
+        ValueError: on counts out of range.
     """
-    if not callable(fn):
-        raise ValueError(f"measure: fn must be callable, got {type(fn).__name__}")
-    _check_counts(repeats, number, warmup)
+    check_callable("measure", "fn", fn)
+    _check_counts("measure", repeats, number, warmup)
     dev = device_class(device)
     for _ in range(warmup):
         fn()
@@ -143,98 +150,228 @@ def measure(fn: Callable[[], Any], *, repeats: int = 7, number: int = 1, warmup:
     return Measurement(tuple(_time_once(fn, number, dev) for _ in range(repeats)), dev)
 
 
-def decide(ratio: float, threshold: float) -> str:
-    """Verdict for a speed-up ``ratio`` (baseline / trick) against ``threshold`` (> 1)."""
-    if threshold <= 1:
-        raise ValueError(f"decide: threshold must be > 1, got {threshold!r}")
-    if not ratio > 0:
-        raise ValueError(f"decide: ratio must be a positive number, got {ratio!r}")
-    if ratio >= threshold:
-        return FASTER
-    if ratio <= 1 / threshold:
-        return SLOWER
-    return NO_CLEAR_DIFFERENCE
+def _check_outputs(label: str, a: Any, b: Any, check: bool | Callable[[Any, Any], Any]) -> None:
+    try:
+        if check is True:
+            torch.testing.assert_close(b, a)
+        else:
+            check(a, b)
+    except AssertionError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise AssertionError(
+            f"compare: {label!r}: baseline and trick do not compute the same "
+            f"thing, so timing them side by side means nothing: {first}"
+        ) from err
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """A baseline and a trick timed side by side in one run."""
-
-    label: str
-    baseline: Measurement
-    trick: Measurement
-    ratio: float
-    threshold: float
-    threads: int
-
-    @property
-    def device(self) -> str:
-        return self.baseline.device
-
-    @property
-    def verdict(self) -> str:
-        return decide(self.ratio, self.threshold)
-
-    def line(self) -> str:
-        """The one fixed-format line (see the module docstring for what is sanitized)."""
-        return (f"[bench] {self.label}: baseline {fmt_time(self.baseline.median)}, "
-                f"trick {fmt_time(self.trick.median)}, speed-up {fmt_measured(self.ratio)}x "
-                f"[{self.device}, {self.threads} threads, needs {self.threshold:.2f}x] -> {self.verdict}")
-
-    def __str__(self) -> str:
-        return self.line()
+def _bound_text(at_least: float | None, at_most: float | None) -> str:
+    parts = []
+    if at_least is not None:
+        parts.append(f"speed-up >= {at_least:g}x")
+    if at_most is not None:
+        parts.append(f"speed-up <= {at_most:g}x")
+    return " and ".join(parts)
 
 
-def compare(label: str, baseline: Callable[[], Any], trick: Callable[[], Any], *,
-            repeats: int = 7, number: int = 1, warmup: int = 2,
-            device: str | torch.device | None = None, threshold: float | None = None,
-            show: bool = True) -> Comparison:
+def compare(
+    label: str,
+    baseline: Callable[[], Any],
+    trick: Callable[[], Any],
+    *,
+    repeats: int = 15,
+    number: int = 1,
+    warmup: int = 2,
+    device: str | torch.device | None = None,
+    check: bool | Callable[[Any, Any], Any] = False,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    attempts: int = 3,
+    show: bool = True,
+) -> Comparison:
     """Time ``baseline`` and ``trick`` side by side and decide a verdict.
 
     Rounds alternate baseline and trick (which goes first alternates too); the speed-up is
-    the median over rounds of ``baseline time / trick time``.
+    the median over rounds of ``baseline time / trick time``, with the interval of
+    :func:`median_interval`, and the verdict of :func:`decide`.
 
     Args:
-        label: what is compared, e.g. ``"conv+bn fusion"``; printed at the start of the line.
+        label: what is compared, e.g. ``"conv+BN fusion, batch 1"``; keep it short (the line
+            should stay under 100 characters).
         baseline, trick: functions of no arguments doing the same work two ways.
-        repeats, number, warmup: as in :func:`measure`.
+        repeats: rounds (>= 1; 6 or more give a 95% interval).
+        number: calls of each function per round.
+        warmup: untimed calls of each first.
         device: where they run (default: CUDA when available, else CPU).
-        threshold: speed-up needed for FASTER (default :data:`MIN_SPEEDUP` of the device class).
-        show: print the fixed-format line.
+        check: compare the outputs of one call of each before timing, as the PyTorch
+            benchmark recipe does: ``True`` uses ``torch.testing.assert_close``; a callable
+            ``check(baseline_out, trick_out)`` must raise ``AssertionError`` on a mismatch.
+        at_least, at_most: loose physical bounds on the median speed-up, asserted. When the
+            bound is missed the whole comparison is measured again, up to ``attempts`` times
+            in all; only the last comparison is printed.
+        attempts: measurements allowed to reach the bounds (>= 1).
+        show: print the verdict line and the details line.
 
     Returns:
-        A :class:`Comparison`; ``.verdict`` is one of FASTER, SLOWER, NO CLEAR DIFFERENCE.
+        A :class:`Comparison`; ``.verdict`` is one of :data:`VERDICTS`.
 
     Raises:
-        ValueError: on an empty label, non-callables, bad counts or a threshold <= 1.
+        TypeError: on a non-string label, non-callables or non-integer counts.
+        ValueError: on an empty label, counts out of range, or bounds that are not positive.
+        AssertionError: when ``check`` finds different outputs, or no attempt reaches the bounds.
     """
-    if not isinstance(label, str) or not label.strip():
-        raise ValueError("compare: label must be a non-empty string")
-    for name, fn in (("baseline", baseline), ("trick", trick)):
-        if not callable(fn):
-            raise ValueError(f"compare: {name} must be callable, got {type(fn).__name__}")
-    _check_counts(repeats, number, warmup)
+    label = check_label("compare", label)
+    check_callable("compare", "baseline", baseline)
+    check_callable("compare", "trick", trick)
+    _check_counts("compare", repeats, number, warmup)
+    check_int("compare", "attempts", attempts, minimum=1)
+    if not (check is True or check is False or callable(check)):
+        raise TypeError(f"compare: check must be True, False or a callable, got {check!r}")
+    for name, bound in (("at_least", at_least), ("at_most", at_most)):
+        if bound is not None:
+            check_number("compare", name, bound, minimum=0.0, strict_minimum=True)
     dev = device_class(device)
-    threshold = MIN_SPEEDUP[dev] if threshold is None else float(threshold)
-    if threshold <= 1:
-        raise ValueError(f"compare: threshold must be > 1, got {threshold!r}")
-    for _ in range(warmup):
-        baseline()
-        trick()
-    base_t, trick_t, ratios = [], [], []
-    for i in range(repeats):
-        if i % 2 == 0:
-            b = _time_once(baseline, number, dev)
-            t = _time_once(trick, number, dev)
-        else:
-            t = _time_once(trick, number, dev)
-            b = _time_once(baseline, number, dev)
-        base_t.append(b)
-        trick_t.append(t)
-        ratios.append(b / t)
-    result = Comparison(label=label.strip(), baseline=Measurement(tuple(base_t), dev),
-                        trick=Measurement(tuple(trick_t), dev), ratio=statistics.median(ratios),
-                        threshold=threshold, threads=torch.get_num_threads())
+    if check is not False:
+        _check_outputs(label, baseline(), trick(), check)
+    asserted = _bound_text(at_least, at_most)
+
+    def run() -> Comparison:
+        for _ in range(warmup):
+            baseline()
+            trick()
+        base_t, trick_t, ratios = [], [], []
+        for i in range(repeats):
+            if i % 2 == 0:
+                b = _time_once(baseline, number, dev)
+                t = _time_once(trick, number, dev)
+            else:
+                t = _time_once(trick, number, dev)
+                b = _time_once(baseline, number, dev)
+            base_t.append(b)
+            trick_t.append(t)
+            ratios.append(b / t if t > 0 else math.inf)
+        return Comparison(
+            label=label,
+            baseline=Measurement(tuple(base_t), dev),
+            trick=Measurement(tuple(trick_t), dev),
+            ratios=tuple(ratios),
+            threads=torch.get_num_threads(),
+            calls_per_round=number,
+            checked=check is not False,
+            asserted=asserted,
+            _rerun=run,
+        )
+
+    result = run()
+    tries = [result]
+    while not _within(result.ratio, at_least, at_most) and len(tries) < attempts:
+        result = run()
+        tries.append(result)
     if show:
-        print(result.line())
+        print(result)
+    if not _within(result.ratio, at_least, at_most):
+        seen = ", ".join(f"{fmt_ratio(c.ratio)}x" for c in tries)
+        raise AssertionError(
+            f"compare: {label!r}: expected {asserted}, measured {seen} in {len(tries)} attempt(s)"
+        )
     return result
+
+
+def _within(ratio: float, at_least: float | None, at_most: float | None) -> bool:
+    return (at_least is None or ratio >= at_least) and (at_most is None or ratio <= at_most)
+
+
+def comparison_from_times(
+    label: str,
+    baseline_times: Sequence[float],
+    trick_times: Sequence[float],
+    *,
+    device: str = "cpu",
+    threads: int | None = None,
+    show: bool = True,
+) -> Comparison:
+    """A :class:`Comparison` from times measured elsewhere, paired round by round.
+
+    For timings that :func:`compare` cannot take itself, e.g. per-epoch times reported by
+    worker processes (chapter 08). Round ``i`` pairs ``baseline_times[i]`` with
+    ``trick_times[i]``; pair them so that both sides of a round ran under similar conditions.
+
+    Raises:
+        ValueError: on empty or unequal sequences, or a non-positive time.
+    """
+    label = check_label("comparison_from_times", label)
+    if len(baseline_times) == 0 or len(baseline_times) != len(trick_times):
+        raise ValueError(
+            f"comparison_from_times: need two non-empty sequences of equal length, "
+            f"got {len(baseline_times)} and {len(trick_times)}"
+        )
+    for name, seq in (("baseline_times", baseline_times), ("trick_times", trick_times)):
+        for t in seq:
+            check_number("comparison_from_times", name, t, minimum=0.0, strict_minimum=True)
+    dev = device_class(device)
+    result = Comparison(
+        label=label,
+        baseline=Measurement(tuple(baseline_times), dev),
+        trick=Measurement(tuple(trick_times), dev),
+        ratios=tuple(b / t for b, t in zip(baseline_times, trick_times)),
+        threads=torch.get_num_threads() if threads is None else threads,
+    )
+    if show:
+        print(result)
+    return result
+
+
+def compare_many(
+    label: str,
+    candidates: Mapping[str, Callable[[], Any]],
+    *,
+    rounds: int = 5,
+    number: int = 1,
+    warmup: int = 1,
+    device: str | torch.device | None = None,
+    seed: int = 0,
+) -> ManyComparison:
+    """Time several candidates in the same rounds, each round in a new seeded random order.
+
+    Use :meth:`ManyComparison.compare` to turn pairs of candidates into verdicts, and
+    :meth:`ManyComparison.measurement` for per-candidate times (e.g. a throughput table).
+
+    Args:
+        label: what is measured (used in error messages).
+        candidates: name -> function of no arguments (at least two).
+        rounds: rounds; every candidate is timed once per round.
+        number: calls per timing.
+        warmup: untimed calls of every candidate before the first round.
+        device: where they run.
+        seed: seed of the visiting order (the global RNGs are not touched).
+
+    Raises:
+        TypeError: on non-callables or non-integer counts.
+        ValueError: on fewer than two candidates or counts out of range.
+    """
+    label = check_label("compare_many", label)
+    check_type("compare_many", "candidates", candidates, Mapping)
+    if len(candidates) < 2:
+        raise ValueError(f"compare_many: need at least two candidates, got {len(candidates)}")
+    for name, fn in candidates.items():
+        check_callable("compare_many", f"candidates[{name!r}]", fn)
+    _check_counts("compare_many", rounds, number, warmup)
+    check_int("compare_many", "seed", seed, minimum=0)
+    dev = device_class(device)
+    names = list(candidates)
+    for name in names:
+        for _ in range(warmup):
+            candidates[name]()
+    times: dict[str, list[float]] = {n: [] for n in names}
+    order_rng = random.Random(seed)
+    for _ in range(rounds):
+        visit = names[:]
+        order_rng.shuffle(visit)
+        for name in visit:
+            times[name].append(_time_once(candidates[name], number, dev))
+    return ManyComparison(
+        label=label,
+        times={n: tuple(t) for n, t in times.items()},
+        device=dev,
+        threads=torch.get_num_threads(),
+        calls_per_round=number,
+    )

@@ -10,11 +10,13 @@ keys are its fields, ``0``/``1`` for booleans) in the same process group, so one
 (a few seconds of process start-up) serves several experiments. Per run and rank it writes
 ``NAME.rank<r>.json`` (see :func:`train` for the fields: the sample order of every epoch,
 the losses, parameter hashes, the all-reduce count, timings) and rank 0 writes
-``NAME.pt``, the final ``state_dict``. Read them back with :func:`load_results`.
+``NAME.pt``, the final ``state_dict``. Read them back with
+:func:`tricks_helpers.ddp_check.load_results`.
 
 Backend: NCCL with one GPU per process when CUDA has enough GPUs for every local rank,
 else gloo on CPU. The same training run, simulated in one process on the same global
-batches, is :func:`train_reference`: DDP must give its parameters (up to float rounding).
+batches, is :func:`tricks_helpers.ddp_check.train_reference`: DDP must give its parameters
+(up to float rounding).
 
 Guarantees: the data set is generated from a fixed seed (identical on every rank); model
 init is seeded alike on every rank; augmentation noise is seeded apart (``seed + 1 + rank``);
@@ -31,9 +33,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -42,8 +45,21 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
-__all__ = ["RunConfig", "IndexedDataset", "make_dataset", "make_model", "params_hash",
-           "parse_run", "train", "train_reference", "load_results", "main"]
+from tricks_helpers._checks import check_bool, check_int, check_number, check_type
+
+__all__ = [
+    "RunConfig",
+    "IndexedDataset",
+    "make_dataset",
+    "make_model",
+    "params_hash",
+    "parse_run",
+    "train",
+    "main",
+]
+
+_INT_FIELDS = ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden")
+_BOOL_FIELDS = ("no_sync", "set_epoch", "init_seed_per_rank")
 
 
 @dataclass(frozen=True)
@@ -81,25 +97,37 @@ class RunConfig:
     hidden: int = 256
 
     def __post_init__(self) -> None:
+        """Check every field (TypeError for a wrong type, ValueError for a wrong value)."""
+        check_type("RunConfig", "name", self.name, str)
         if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
-            raise ValueError(f"RunConfig: name must be letters, digits, '_' or '-', got {self.name!r}")
-        for key in ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"RunConfig: {key} must be an integer >= 1, got {value!r}")
-        if not self.lr > 0:
-            raise ValueError(f"RunConfig: lr must be > 0, got {self.lr!r}")
-        if not self.noise >= 0:
-            raise ValueError(f"RunConfig: noise must be >= 0, got {self.noise!r}")
+            raise ValueError(
+                f"RunConfig: name must be letters, digits, '_' or '-', got {self.name!r}"
+            )
+        for key in _INT_FIELDS:
+            check_int("RunConfig", key, getattr(self, key), minimum=1)
+        check_int("RunConfig", "seed", self.seed, minimum=0)
+        for key in _BOOL_FIELDS:
+            check_bool("RunConfig", key, getattr(self, key))
+        check_number("RunConfig", "lr", self.lr, minimum=0.0, strict_minimum=True)
+        check_number("RunConfig", "noise", self.noise, minimum=0.0)
 
     def steps_per_epoch(self, world_size: int) -> int:
-        """Micro-steps per epoch on each rank; raises unless it is a multiple of ``accum``."""
-        per_rank = self.samples // world_size          # DistributedSampler(drop_last=True)
+        """Micro-steps per epoch on each rank; raises unless it is a multiple of ``accum``.
+
+        Raises:
+            TypeError: ``world_size`` is not an integer.
+            ValueError: ``world_size < 1``, or the batches per epoch are not a positive
+                multiple of ``accum``.
+        """
+        world_size = check_int("steps_per_epoch", "world_size", world_size, minimum=1)
+        per_rank = self.samples // world_size  # DistributedSampler(drop_last=True)
         micro = per_rank // self.batch_size
         if micro < 1 or micro % self.accum:
-            raise ValueError(f"RunConfig {self.name!r}: {per_rank} samples per rank make {micro} "
-                             f"batches of {self.batch_size}, not a positive multiple of "
-                             f"accum={self.accum}")
+            raise ValueError(
+                f"RunConfig {self.name!r}: {per_rank} samples per rank make {micro} "
+                f"batches of {self.batch_size}, not a positive multiple of "
+                f"accum={self.accum}"
+            )
         return micro
 
 
@@ -107,6 +135,8 @@ class IndexedDataset(Dataset):
     """``(x, y, index)`` triples: the index lets a rank record which samples it saw."""
 
     def __init__(self, X: torch.Tensor, y: torch.Tensor) -> None:
+        check_type("IndexedDataset", "X", X, torch.Tensor)
+        check_type("IndexedDataset", "y", y, torch.Tensor)
         if len(X) != len(y):
             raise ValueError(f"IndexedDataset: {len(X)} inputs but {len(y)} labels")
         self.X, self.y = X, y
@@ -120,6 +150,7 @@ class IndexedDataset(Dataset):
 
 def make_dataset(cfg: RunConfig) -> IndexedDataset:
     """A synthetic classification set drawn from a fixed generator: the same on every rank."""
+    check_type("make_dataset", "cfg", cfg, RunConfig)
     g = torch.Generator().manual_seed(1234)
     X = torch.randn(cfg.samples, cfg.features, generator=g)
     W = torch.randn(cfg.features, cfg.classes, generator=g)
@@ -129,13 +160,19 @@ def make_dataset(cfg: RunConfig) -> IndexedDataset:
 
 def make_model(cfg: RunConfig) -> nn.Module:
     """An MLP without dropout or batch norm (both would make ranks differ from one process)."""
-    return nn.Sequential(nn.Linear(cfg.features, cfg.hidden), nn.ReLU(),
-                         nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
-                         nn.Linear(cfg.hidden, cfg.classes))
+    check_type("make_model", "cfg", cfg, RunConfig)
+    return nn.Sequential(
+        nn.Linear(cfg.features, cfg.hidden),
+        nn.ReLU(),
+        nn.Linear(cfg.hidden, cfg.hidden),
+        nn.ReLU(),
+        nn.Linear(cfg.hidden, cfg.classes),
+    )
 
 
 def params_hash(model: nn.Module) -> str:
     """SHA-256 (first 16 hex digits) of all parameters' bytes, in order, read on the CPU."""
+    check_type("params_hash", "model", model, nn.Module)
     h = hashlib.sha256()
     for p in model.parameters():
         h.update(p.detach().cpu().contiguous().numpy().tobytes())
@@ -146,8 +183,13 @@ def parse_run(spec: str, defaults: RunConfig | None = None) -> RunConfig:
     """Parse ``NAME[:key=value,...]`` into a :class:`RunConfig` (booleans as 0/1).
 
     Raises:
-        ValueError: on an unknown key or a value of the wrong type.
+        TypeError: ``spec`` is not a string or ``defaults`` not a :class:`RunConfig`.
+        ValueError: on an unknown key, a value that does not parse as the field's type, or a
+            value out of range (see :class:`RunConfig`).
     """
+    check_type("parse_run", "spec", spec, str)
+    if defaults is not None:
+        check_type("parse_run", "defaults", defaults, RunConfig)
     defaults = defaults or RunConfig()
     name, _, rest = spec.partition(":")
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
@@ -155,8 +197,10 @@ def parse_run(spec: str, defaults: RunConfig | None = None) -> RunConfig:
     for item in filter(None, rest.split(",")):
         key, sep, value = item.partition("=")
         if not sep or key not in fields or key == "name":
-            raise ValueError(f"parse_run: bad item {item!r} in {spec!r}; keys are "
-                             f"{sorted(k for k in fields if k != 'name')}")
+            raise ValueError(
+                f"parse_run: bad item {item!r} in {spec!r}; keys are "
+                f"{sorted(k for k in fields if k != 'name')}"
+            )
         kind = type(getattr(defaults, key))
         try:
             if kind is bool:
@@ -185,6 +229,7 @@ class _AllReduceCounter:
     @staticmethod
     def hook(state, bucket):  # no annotations: DDP checks them, and this module defers them
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
         state.calls += 1
         return default_hooks.allreduce_hook(None, bucket)
 
@@ -199,6 +244,7 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     (this rank's loss per micro-step), ``aug_first`` (its first augmentation noise values),
     ``allreduce_calls``, ``optimizer_steps`` and ``epoch_seconds``.
     """
+    check_type("train", "cfg", cfg, RunConfig)
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cpu")
     if dist.get_backend() == "nccl":
@@ -211,15 +257,17 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     model = make_model(cfg).to(device)
     init_hash = params_hash(model)
     # 2. Wrap: DDP broadcasts rank 0's parameters and buffers to all ranks here.
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    device_ids = [device.index] if device.type == "cuda" else None
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     wrapped_hash = params_hash(model)
     counter = _AllReduceCounter()
     ddp.register_comm_hook(counter, _AllReduceCounter.hook)
 
     data = make_dataset(cfg)
     # 3. Each rank reads its own 1/world of a shuffled permutation (drop_last: equal shares).
-    sampler = DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True,
-                                 seed=cfg.seed, drop_last=True)
+    sampler = DistributedSampler(
+        data, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
+    )
     loader = DataLoader(data, batch_size=cfg.batch_size, sampler=sampler)
     # 4. Seed APART for augmentation: ranks must not draw the same noise.
     aug = torch.Generator().manual_seed(cfg.seed + 1 + rank)
@@ -228,7 +276,7 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     epoch_orders, losses, aug_first, epoch_seconds, steps = [], [], [], [], 0
     for epoch in range(cfg.epochs):
         if cfg.set_epoch:
-            sampler.set_epoch(epoch)      # without it: the same shuffle every epoch
+            sampler.set_epoch(epoch)  # without it: the same shuffle every epoch
         order: list[int] = []
         dist.barrier()
         start = time.perf_counter()
@@ -254,75 +302,30 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
         epoch_seconds.append(time.perf_counter() - start)
         epoch_orders.append(order)
 
-    result = dict(name=cfg.name, config=dataclasses.asdict(cfg), rank=rank, world_size=world,
-                  backend=dist.get_backend(), device=device.type, threads=torch.get_num_threads(),
-                  init_hash=init_hash, wrapped_hash=wrapped_hash, final_hash=params_hash(model),
-                  epoch_orders=epoch_orders, losses=losses, aug_first=aug_first,
-                  allreduce_calls=counter.calls, optimizer_steps=steps, epoch_seconds=epoch_seconds)
+    result = dict(
+        name=cfg.name,
+        config=dataclasses.asdict(cfg),
+        rank=rank,
+        world_size=world,
+        backend=dist.get_backend(),
+        device=device.type,
+        threads=torch.get_num_threads(),
+        init_hash=init_hash,
+        wrapped_hash=wrapped_hash,
+        final_hash=params_hash(model),
+        epoch_orders=epoch_orders,
+        losses=losses,
+        aug_first=aug_first,
+        allreduce_calls=counter.calls,
+        optimizer_steps=steps,
+        epoch_seconds=epoch_seconds,
+    )
     _write_json(out_dir / f"{cfg.name}.rank{rank}.json", result)
     if rank == 0:
         tmp = out_dir / f"{cfg.name}.pt.tmp"
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
         tmp.replace(out_dir / f"{cfg.name}.pt")
     return result
-
-
-def train_reference(cfg: RunConfig, world_size: int) -> tuple[nn.Module, list[float]]:
-    """Train ``cfg`` in ONE process on the global batches a ``world_size``-rank DDP run uses.
-
-    Each step concatenates the batch every rank would read (same samplers, same per-rank
-    augmentation generators) and takes the mean loss over the global batch: the mean of the
-    ranks' mean losses, which is what DDP's averaged gradients descend.
-
-    Returns:
-        The trained model (on CPU) and the global loss per micro-step.
-    """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"train_reference: world_size must be an integer >= 1, got {world_size!r}")
-    micro = cfg.steps_per_epoch(world_size)
-    torch.manual_seed(cfg.seed)
-    model = make_model(cfg)
-    data = make_dataset(cfg)
-    samplers = [DistributedSampler(data, num_replicas=world_size, rank=r, shuffle=True,
-                                   seed=cfg.seed, drop_last=True) for r in range(world_size)]
-    augs = [torch.Generator().manual_seed(cfg.seed + 1 + r) for r in range(world_size)]
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)
-    losses, b = [], cfg.batch_size
-    for epoch in range(cfg.epochs):
-        if cfg.set_epoch:
-            for s in samplers:
-                s.set_epoch(epoch)
-        orders = [list(s) for s in samplers]
-        for i in range(micro):
-            xs, ys = [], []
-            for r in range(world_size):
-                idx = orders[r][i * b:(i + 1) * b]
-                xs.append(data.X[idx] + cfg.noise * torch.randn((b, cfg.features), generator=augs[r]))
-                ys.append(data.y[idx])
-            loss = F.cross_entropy(model(torch.cat(xs)), torch.cat(ys)) / cfg.accum
-            loss.backward()
-            losses.append(loss.item() * cfg.accum)
-            if (i + 1) % cfg.accum == 0:
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-    return model, losses
-
-
-def load_results(out_dir: str | os.PathLike, name: str, world_size: int) -> list[dict[str, Any]]:
-    """Read the per-rank JSON results of run ``name``, ordered by rank.
-
-    Raises:
-        FileNotFoundError: a rank's file is missing (that rank failed or never ran ``name``).
-    """
-    out_dir = Path(out_dir)
-    results = []
-    for r in range(world_size):
-        path = out_dir / f"{name}.rank{r}.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"load_results: no results of run {name!r} for rank {r} "
-                                    f"(expected {path.name})")
-        results.append(json.loads(path.read_text()))
-    return results
 
 
 def _choose_backend(requested: str) -> str:
@@ -336,16 +339,25 @@ def _choose_backend(requested: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (run under torchrun); see the module docstring."""
-    parser = argparse.ArgumentParser(prog="python -m tricks_helpers.ddp_train",
-                                     description="Train small DDP runs and write per-rank results.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tricks_helpers.ddp_train",
+        description="Train small DDP runs and write per-rank results.",
+    )
     parser.add_argument("--out", required=True, help="existing directory for the results")
-    parser.add_argument("--variant", action="append", required=True, metavar="NAME[:key=value,...]",
-                        help="a run to train (repeatable); keys are RunConfig fields")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        required=True,
+        metavar="NAME[:key=value,...]",
+        help="a run to train (repeatable); keys are RunConfig fields",
+    )
     parser.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
     args = parser.parse_args(argv)
     if "RANK" not in os.environ:
-        parser.error("run me under torchrun (RANK is not set), e.g. "
-                     "torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_train ...")
+        parser.error(
+            "run me under torchrun (RANK is not set), e.g. "
+            "torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_train ..."
+        )
     out = Path(args.out)
     if not out.is_dir():
         parser.error(f"--out: no such directory: {args.out}")

@@ -8,9 +8,8 @@
   ``CUBLAS_WORKSPACE_CONFIG``: cuBLAS may already have read the environment.
 - :func:`snapshot_rng` / :func:`restore_rng` capture and restore every RNG state: Python's
   ``random``, numpy's global RNG, torch on the CPU and on every CUDA device.
-- :func:`assert_bitwise_equal` compares results bit for bit (tensors, arrays, floats, nested
-  containers) and says where they differ; :func:`assert_reproducible` runs a function twice
-  from the same RNG state and applies it.
+- :func:`assert_reproducible` runs a function twice from the same RNG state and compares the
+  results bit for bit with :func:`tricks_helpers.bitwise.first_difference`.
 
 Importing this module changes no global state.
 """
@@ -20,16 +19,28 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 
+from tricks_helpers._checks import check_bool, check_callable, check_choice, check_type
+from tricks_helpers.bitwise import first_difference
+
 __all__ = [
-    "CUBLAS_WORKSPACE_CONFIG", "DeterminismSettings", "current_settings", "enable_determinism",
-    "restore_settings", "deterministic", "RNGState", "snapshot_rng", "restore_rng",
-    "preserved_rng", "first_difference", "assert_bitwise_equal", "assert_reproducible",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "DeterminismSettings",
+    "current_settings",
+    "enable_determinism",
+    "restore_settings",
+    "deterministic",
+    "RNGState",
+    "snapshot_rng",
+    "restore_rng",
+    "preserved_rng",
+    "assert_reproducible",
 ]
 
 #: The value cuBLAS needs for deterministic results (":16:8" also works, with less memory
@@ -67,10 +78,10 @@ def restore_settings(settings: DeterminismSettings) -> None:
     Raises:
         TypeError: if ``settings`` is not a :class:`DeterminismSettings`.
     """
-    if not isinstance(settings, DeterminismSettings):
-        raise TypeError(f"restore_settings: expected DeterminismSettings, got {type(settings).__name__}")
-    torch.use_deterministic_algorithms(settings.deterministic_algorithms,
-                                       warn_only=settings.warn_only)
+    check_type("restore_settings", "settings", settings, DeterminismSettings)
+    torch.use_deterministic_algorithms(
+        settings.deterministic_algorithms, warn_only=settings.warn_only
+    )
     torch.backends.cudnn.deterministic = settings.cudnn_deterministic
     torch.backends.cudnn.benchmark = settings.cudnn_benchmark
     if settings.cublas_workspace_config is None:
@@ -79,8 +90,9 @@ def restore_settings(settings: DeterminismSettings) -> None:
         os.environ[_ENV] = settings.cublas_workspace_config
 
 
-def enable_determinism(*, warn_only: bool = False,
-                       cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG) -> DeterminismSettings:
+def enable_determinism(
+    *, warn_only: bool = False, cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
+) -> DeterminismSettings:
     """Turn on full determinism and return the settings it replaced.
 
     Sets ``torch.use_deterministic_algorithms(True, warn_only=warn_only)`` (ops without a
@@ -98,24 +110,26 @@ def enable_determinism(*, warn_only: bool = False,
         The previous :class:`DeterminismSettings`, for :func:`restore_settings`.
 
     Raises:
-        ValueError: on an unknown ``cublas_workspace_config`` or a non-bool ``warn_only``.
+        TypeError: on a non-bool ``warn_only`` or a non-string ``cublas_workspace_config``.
+        ValueError: on an unknown ``cublas_workspace_config``.
         RuntimeError: if CUDA is already initialised and ``CUBLAS_WORKSPACE_CONFIG`` is not
             set to a deterministic value: the variable is read once, when cuBLAS is first set
             up, so setting it now may not take effect. Set it (or call this) before any CUDA
             work.
     """
-    if not isinstance(warn_only, bool):
-        raise ValueError(f"enable_determinism: warn_only must be a bool, got {warn_only!r}")
-    if cublas_workspace_config not in _CUBLAS_OK:
-        raise ValueError(f"enable_determinism: cublas_workspace_config must be one of {_CUBLAS_OK}, "
-                         f"got {cublas_workspace_config!r}")
+    check_bool("enable_determinism", "warn_only", warn_only)
+    check_type("enable_determinism", "cublas_workspace_config", cublas_workspace_config, str)
+    check_choice(
+        "enable_determinism", "cublas_workspace_config", cublas_workspace_config, _CUBLAS_OK
+    )
     previous = current_settings()
     if previous.cublas_workspace_config not in _CUBLAS_OK and torch.cuda.is_initialized():
         raise RuntimeError(
             "enable_determinism: CUDA is already initialised but CUBLAS_WORKSPACE_CONFIG is "
-            f"{previous.cublas_workspace_config!r}; it is read once, when cuBLAS is first set up, so "
-            "setting it now may not take effect. Call enable_determinism() (or export "
-            f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) before the first CUDA operation.")
+            f"{previous.cublas_workspace_config!r}; it is read once, when cuBLAS is first set up, "
+            "so setting it now may not take effect. Call enable_determinism() (or export "
+            f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) before the first CUDA operation."
+        )
     if previous.cublas_workspace_config not in _CUBLAS_OK:
         os.environ[_ENV] = cublas_workspace_config
     torch.use_deterministic_algorithms(True, warn_only=warn_only)
@@ -125,14 +139,17 @@ def enable_determinism(*, warn_only: bool = False,
 
 
 @contextlib.contextmanager
-def deterministic(*, warn_only: bool = False,
-                  cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG) -> Iterator[DeterminismSettings]:
+def deterministic(
+    *, warn_only: bool = False, cublas_workspace_config: str = CUBLAS_WORKSPACE_CONFIG
+) -> Iterator[DeterminismSettings]:
     """Context manager: :func:`enable_determinism` on entry, :func:`restore_settings` on exit.
 
     Yields:
         The settings in force before the block (they are restored even if the block raises).
     """
-    previous = enable_determinism(warn_only=warn_only, cublas_workspace_config=cublas_workspace_config)
+    previous = enable_determinism(
+        warn_only=warn_only, cublas_workspace_config=cublas_workspace_config
+    )
     try:
         yield previous
     finally:
@@ -158,8 +175,12 @@ def snapshot_rng() -> RNGState:
     Where CUDA is available this initialises it (to read the device generators).
     """
     cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else ()
-    return RNGState(python=random.getstate(), numpy=np.random.get_state(),
-                    torch_cpu=torch.get_rng_state(), cuda=cuda)
+    return RNGState(
+        python=random.getstate(),
+        numpy=np.random.get_state(),
+        torch_cpu=torch.get_rng_state(),
+        cuda=cuda,
+    )
 
 
 def restore_rng(state: RNGState) -> None:
@@ -169,12 +190,13 @@ def restore_rng(state: RNGState) -> None:
         TypeError: if ``state`` is not an :class:`RNGState`.
         ValueError: if it holds a different number of CUDA devices than this process sees.
     """
-    if not isinstance(state, RNGState):
-        raise TypeError(f"restore_rng: expected an RNGState, got {type(state).__name__}")
+    check_type("restore_rng", "state", state, RNGState)
     n_cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if len(state.cuda) != n_cuda:
-        raise ValueError(f"restore_rng: the snapshot holds {len(state.cuda)} CUDA device state(s) "
-                         f"but this process sees {n_cuda}")
+        raise ValueError(
+            f"restore_rng: the snapshot holds {len(state.cuda)} CUDA device state(s) "
+            f"but this process sees {n_cuda}"
+        )
     random.setstate(state.python)
     np.random.set_state(state.numpy)
     torch.set_rng_state(state.torch_cpu)
@@ -192,124 +214,6 @@ def preserved_rng() -> Iterator[RNGState]:
         restore_rng(state)
 
 
-# --------------------------------------------------------------------------- bitwise checks
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    flat = t.detach().cpu().contiguous().reshape(-1)
-    if flat.dtype == torch.bool:
-        return flat.to(torch.uint8).reshape(-1, 1)
-    return flat.view(torch.uint8).reshape(flat.numel(), -1) if flat.numel() else flat.view(torch.uint8)
-
-
-def _tensor_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
-    if a.layout != torch.strided or b.layout != torch.strided:
-        raise TypeError("assert_bitwise_equal: only dense (strided) tensors are supported")
-    if a.dtype != b.dtype:
-        return f"dtype {a.dtype} vs {b.dtype}"
-    if a.shape != b.shape:
-        return f"shape {tuple(a.shape)} vs {tuple(b.shape)}"
-    if a.device != b.device:
-        return f"device {a.device} vs {b.device}"
-    if a.numel() == 0:
-        return None
-    differ = (_bits(a) != _bits(b)).any(dim=1)
-    n = int(differ.sum())
-    if n == 0:
-        return None
-    first = int(differ.nonzero()[0, 0])
-    index = tuple(int(i) for i in np.unravel_index(first, tuple(a.shape))) if a.dim() else ()
-    av, bv = a.detach().cpu().reshape(-1)[first].item(), b.detach().cpu().reshape(-1)[first].item()
-    detail = f"{n} of {a.numel()} elements differ bitwise, first at index {index}: {av!r} vs {bv!r}"
-    if a.is_floating_point():
-        diff = (a.detach().cpu().double() - b.detach().cpu().double()).abs()
-        detail += f" (max |diff| {float(diff.nan_to_num(nan=float('inf')).max()):.3g})"
-    return detail
-
-
-def _array_difference(a: np.ndarray, b: np.ndarray) -> str | None:
-    if a.dtype != b.dtype:
-        return f"dtype {a.dtype} vs {b.dtype}"
-    if a.shape != b.shape:
-        return f"shape {a.shape} vs {b.shape}"
-    if a.dtype.hasobject:
-        return None if np.array_equal(a, b) else "object arrays differ"
-    if a.size == 0:
-        return None
-    bits_a = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1)
-    bits_b = np.ascontiguousarray(b).reshape(-1).view(np.uint8).reshape(b.size, -1)
-    differ = (bits_a != bits_b).any(axis=1)
-    n = int(differ.sum())
-    if n == 0:
-        return None
-    first = int(np.flatnonzero(differ)[0])
-    index = tuple(int(i) for i in np.unravel_index(first, a.shape))
-    av, bv = a.reshape(-1)[first], b.reshape(-1)[first]
-    detail = f"{n} of {a.size} elements differ bitwise, first at index {index}: {av!r} vs {bv!r}"
-    if a.dtype.kind in "fc":
-        with np.errstate(invalid="ignore", over="ignore"):
-            diff = np.nan_to_num(np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
-                                        - b), nan=np.inf)
-        detail += f" (max |diff| {float(diff.max()):.3g})"
-    return detail
-
-
-def first_difference(a: Any, b: Any, path: str = "result") -> str | None:
-    """Describe the first bitwise difference between two results, or return ``None``.
-
-    Tensors and numpy arrays compare dtype, shape (and device) and every bit, so ``nan``
-    equals ``nan`` and ``0.0`` differs from ``-0.0``; floats compare their 64 bits; lists,
-    tuples and dicts compare element by element; other objects compare with ``==``.
-
-    Returns:
-        ``None`` when equal, else ``"<path>: <what differs>"``, e.g.
-        ``"result['loss']: float 0.25 vs 0.2500000001"``.
-    """
-    if type(a) is not type(b) and not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        return f"{path}: type {type(a).__name__} vs {type(b).__name__}"
-    if isinstance(a, torch.Tensor):
-        detail = _tensor_difference(a, b)
-        return None if detail is None else f"{path}: {detail}"
-    if isinstance(a, (np.ndarray, np.generic)):
-        detail = _array_difference(np.asarray(a), np.asarray(b))
-        return None if detail is None else f"{path}: {detail}"
-    if isinstance(a, float):
-        same = np.float64(a).tobytes() == np.float64(b).tobytes()
-        return None if same else f"{path}: float {a!r} vs {b!r}"
-    if isinstance(a, (list, tuple)):
-        if len(a) != len(b):
-            return f"{path}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            found = first_difference(x, y, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    if isinstance(a, Mapping):
-        if list(a.keys()) != list(b.keys()):
-            return f"{path}: keys {list(a.keys())!r} vs {list(b.keys())!r}"
-        for key in a:
-            found = first_difference(a[key], b[key], f"{path}[{key!r}]")
-            if found:
-                return found
-        return None
-    try:
-        same = bool(a == b)
-    except Exception as exc:  # e.g. objects whose == is elementwise
-        raise TypeError(f"first_difference: cannot compare {type(a).__name__} objects at {path}: "
-                        f"{exc}") from exc
-    return None if same else f"{path}: {a!r} vs {b!r}"
-
-
-def assert_bitwise_equal(a: Any, b: Any, *, name: str = "result") -> None:
-    """Raise ``AssertionError`` naming the first place where ``a`` and ``b`` differ bitwise.
-
-    See :func:`first_difference` for what is compared.
-    """
-    found = first_difference(a, b, name)
-    if found is not None:
-        raise AssertionError(f"not bitwise equal: {found}")
-
-
 def assert_reproducible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run ``fn(*args, **kwargs)`` twice from the same RNG state; assert bitwise-equal results.
 
@@ -325,8 +229,7 @@ def assert_reproducible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
         TypeError: if ``fn`` is not callable.
         AssertionError: if the two results differ, naming where (e.g. ``result[1]['w']``).
     """
-    if not callable(fn):
-        raise TypeError(f"assert_reproducible: fn must be callable, got {type(fn).__name__}")
+    check_callable("assert_reproducible", "fn", fn)
     state = snapshot_rng()
     first = fn(*args, **kwargs)
     restore_rng(state)
@@ -334,6 +237,7 @@ def assert_reproducible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     found = first_difference(first, second)
     if found is not None:
         name = getattr(fn, "__name__", type(fn).__name__)
-        raise AssertionError(f"{name} is not reproducible: two runs from the same RNG state "
-                             f"differ at {found}")
+        raise AssertionError(
+            f"{name} is not reproducible: two runs from the same RNG state differ at {found}"
+        )
     return first

@@ -16,10 +16,23 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["EnvCard", "environment_card", "print_environment", "cpu_model", "cpu_flags",
-           "bf16_support"]
+__all__ = [
+    "EnvCard",
+    "environment_card",
+    "print_environment",
+    "cpu_model",
+    "cpu_flags",
+    "bf16_support",
+    "native_bf16",
+    "autocast_dtypes",
+    "cpu_bf16_flags",
+    "native_autocast",
+    "hardware_line",
+]
 
-_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+# CPU features that give native bfloat16 math: x86 AVX512-BF16 and AMX-BF16, Arm's BF16
+# extension (``bf16`` in /proc/cpuinfo's Features and in torch.cpu.get_capabilities()).
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 
 
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
@@ -51,16 +64,36 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def cpu_bf16_flags() -> frozenset[str]:
+    """The bfloat16 features of this CPU, as torch itself detects them (chapter 04).
+
+    Reads ``torch.cpu.get_capabilities()`` (cpuinfo, the library torch's own kernels dispatch
+    on, so it works where ``/proc/cpuinfo`` does not exist) and falls back to
+    :func:`cpu_flags` on a torch without it.
+
+    Returns:
+        The subset of ``{"avx512_bf16", "amx_bf16", "bf16"}`` this CPU has.
+    """
+    get_capabilities = getattr(getattr(torch, "cpu", None), "get_capabilities", None)
+    if get_capabilities is not None:
+        caps = get_capabilities()
+        return frozenset(f for f in _BF16_CPU_FLAGS if caps.get(f) is True)
+    return frozenset(f for f in _BF16_CPU_FLAGS if f in cpu_flags())
+
+
 def bf16_support(device: str | torch.device = "cpu", flags: frozenset[str] | None = None) -> str:
     """Say whether ``device`` computes bfloat16 natively.
 
     Args:
         device: ``"cpu"`` or a CUDA device.
-        flags: CPU flags to judge by (defaults to :func:`cpu_flags`); for tests.
+        flags: CPU flags to judge by (defaults to :func:`cpu_bf16_flags`); for tests.
 
     Returns:
         ``"native (<flag>)"`` when the hardware has bf16 instructions, ``"emulated (...)"``
         when bf16 works but is computed through float32, or ``"not supported"``.
+
+    Raises:
+        ValueError: on a device type other than ``cpu`` or ``cuda``.
     """
     dev = torch.device(device)
     if dev.type == "cuda":
@@ -71,16 +104,109 @@ def bf16_support(device: str | torch.device = "cpu", flags: frozenset[str] | Non
         return "emulated (CUDA device older than compute capability 8.0)"
     if dev.type != "cpu":
         raise ValueError(f"bf16_support: expected a 'cpu' or 'cuda' device, got {dev.type!r}")
-    flags = cpu_flags() if flags is None else flags
+    flags = cpu_bf16_flags() if flags is None else flags
     found = [f for f in _BF16_CPU_FLAGS if f in flags]
     if found:
         return f"native ({', '.join(found)})"
     return "emulated (no avx512_bf16/amx_bf16 on this CPU: bf16 math runs through float32)"
 
 
+def native_bf16(device: str | torch.device = "cpu") -> bool:
+    """True when ``device`` computes bfloat16 natively (see :func:`bf16_support`; chapter 04).
+
+    On a CPU without ``avx512_bf16``/``amx_bf16`` bfloat16 still works, but it is emulated
+    through float32, so autocast to bfloat16 saves memory but not time.
+
+    Raises:
+        ValueError: on a device type other than ``cpu`` or ``cuda``.
+    """
+    return bf16_support(device).startswith("native")
+
+
+def autocast_dtypes(device: str | torch.device = "cpu") -> list[torch.dtype]:
+    """Low-precision dtypes ``torch.autocast`` is worth trying with on ``device`` (chapter 04).
+
+    CPU: ``[torch.bfloat16]`` (float16 autocast exists on CPU but is rarely faster there).
+    CUDA: ``[torch.float16]`` plus ``torch.bfloat16`` where the GPU supports it natively.
+
+    Raises:
+        ValueError: on a device type other than ``cpu`` or ``cuda``, or ``cuda`` without CUDA.
+    """
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return [torch.bfloat16]
+    if kind != "cuda":
+        raise ValueError(f"autocast_dtypes: expected a 'cpu' or 'cuda' device, got {kind!r}")
+    if not torch.cuda.is_available():
+        raise ValueError("autocast_dtypes: CUDA requested but torch.cuda.is_available() is False")
+    return [torch.float16] + ([torch.bfloat16] if native_bf16("cuda") else [])
+
+
+def native_autocast(device: str | torch.device = "cpu") -> bool:
+    """True when the first of :func:`autocast_dtypes` runs natively on ``device`` (chapter 04).
+
+    CPU: bfloat16 is native with ``avx512_bf16``, ``amx_bf16`` or Arm ``bf16``
+    (:func:`native_bf16`). CUDA: float16 runs on tensor cores from compute capability 7.0.
+    This is the branch chapter 04 takes: only where it is true is a speed-up asserted.
+
+    Raises:
+        ValueError: as :func:`autocast_dtypes`.
+    """
+    dtype = autocast_dtypes(device)[0]
+    if dtype == torch.bfloat16:
+        return native_bf16(device)
+    return torch.cuda.get_device_capability(torch.device(device)) >= (7, 0)
+
+
+def hardware_line(device: str | torch.device = "cpu", flags: frozenset[str] | None = None) -> str:
+    """One line saying which low-precision hardware ``device`` has (chapter 04).
+
+    Chapter 04 prints it after the prefix ``[hardware] `` (masked by the sanitize file: it is
+    shown on the page but not compared), so a reader and CI see which branch ran, e.g.
+    ``cpu: AVX512 kernels, avx512_bf16 yes, amx_bf16 no -> bfloat16 native`` or
+    ``cuda: NVIDIA H100 (compute capability 9.0) -> float16 tensor cores, bfloat16 native``.
+
+    Args:
+        device: ``"cpu"`` or a CUDA device.
+        flags: CPU bf16 flags to report (defaults to :func:`cpu_bf16_flags`); for tests.
+
+    Raises:
+        ValueError: as :func:`autocast_dtypes`.
+    """
+    kind = torch.device(device).type
+    if kind == "cpu":
+        flags = cpu_bf16_flags() if flags is None else flags
+        capability = torch.backends.cpu.get_cpu_capability()
+        has = ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in _BF16_CPU_FLAGS[:2])
+        if "bf16" in flags:
+            has += ", arm bf16 yes"
+        mode = "native" if bf16_support("cpu", flags=flags).startswith("native") else "emulated"
+        return f"cpu: {capability} kernels, {has} -> bfloat16 {mode}"
+    autocast_dtypes(device)  # validates the device and CUDA's presence
+    dev = torch.device(device)
+    major, minor = torch.cuda.get_device_capability(dev)
+    cores = "float16 tensor cores" if (major, minor) >= (7, 0) else "no tensor cores"
+    bf16 = "bfloat16 native" if native_bf16(dev) else "bfloat16 emulated"
+    return (
+        f"cuda: {torch.cuda.get_device_name(dev)} (compute capability {major}.{minor}) "
+        f"-> {cores}, {bf16}"
+    )
+
+
+#: The torch release the book's stored outputs were executed with: the ``torch==`` pin of
+#: requirements.txt (tests/test_env_card.py keeps the two equal). The environment card warns
+#: on a visible line when another torch runs a page.
+EXECUTED_WITH_TORCH = "2.13.0"
+
+
 @dataclass(frozen=True)
 class EnvCard:
-    """What a chapter's measurements were made with."""
+    """What a chapter's measurements were made with, and when and from which commit.
+
+    ``executed`` (UTC date) and ``commit`` are the page's provenance; ``expected_torch`` is the
+    release the book's outputs were made with: when ``torch_version`` differs, the card gains a
+    visible ``warning`` line right under the torch line.
+    """
 
     torch_version: str
     torch_build: str
@@ -93,11 +219,27 @@ class EnvCard:
     gpu: str
     bf16: str
     extras: dict[str, str] = field(default_factory=dict)
+    executed: str = ""
+    commit: str = ""
+    expected_torch: str = EXECUTED_WITH_TORCH
+
+    @property
+    def torch_mismatch(self) -> bool:
+        """True when this torch is not the release the book's outputs were executed with."""
+        return bool(self.expected_torch) and self.torch_version != self.expected_torch
 
     def lines(self) -> list[str]:
         """The card as fixed ``key  value`` lines (see the module docstring)."""
-        rows = [
-            ("torch", f"{self.torch_version} (build {self.torch_build})"),
+        rows = [("torch", f"{self.torch_version} (build {self.torch_build})")]
+        if self.torch_mismatch:
+            rows.append(
+                (
+                    "warning",
+                    f"the book's outputs were made with torch "
+                    f"{self.expected_torch}: what you see may differ",
+                )
+            )
+        rows += [
             ("python", self.python),
             ("device", self.device),
             ("cpu", self.cpu),
@@ -107,11 +249,62 @@ class EnvCard:
             ("gpu", self.gpu),
             ("bf16", self.bf16),
         ]
+        rows += [
+            (key, value)
+            for key, value in (("executed", self.executed), ("commit", self.commit))
+            if value
+        ]
         rows += sorted(self.extras.items())
         return [f"  {key:<8} {value}" for key, value in rows]
 
     def __str__(self) -> str:
         return "\n".join(["environment"] + self.lines())
+
+
+def _run_git(root: Path, *args: str) -> str | None:
+    """``git -C root ARGS`` output, stripped; None where git is absent or fails."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def source_commit(package_dir: Path | None = None) -> str:
+    """The commit of the ``tricks_helpers`` code this process runs (a card line).
+
+    In a git checkout (``make venv`` installs the package editable): the short commit of
+    ``HEAD``, plus ``(+ uncommitted changes)`` when files other than notebooks differ from it
+    (notebooks are the outputs being made). Installed from git (the Colab set-up cell): the
+    commit pip recorded. Otherwise ``"unknown"``. Never raises.
+    """
+    import importlib.metadata
+    import json
+
+    root = (package_dir or Path(__file__).resolve().parent).parent
+    if (root / ".git").exists():
+        head = _run_git(root, "rev-parse", "--short=12", "HEAD")
+        if head:
+            dirty = _run_git(
+                root,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)*.ipynb",
+            )
+            return head + (" (+ uncommitted changes)" if dirty else "")
+    try:
+        direct = importlib.metadata.distribution("tricks_helpers").read_text("direct_url.json")
+        commit = json.loads(direct or "{}").get("vcs_info", {}).get("commit_id", "")
+    except (importlib.metadata.PackageNotFoundError, ValueError, AttributeError):
+        commit = ""
+    return f"{commit[:12]} (installed from git)" if commit else "unknown"
 
 
 def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
@@ -121,9 +314,11 @@ def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
         extras: further ``name -> version`` lines a chapter wants on its card (e.g. ``lmdb``).
 
     Returns:
-        An :class:`EnvCard`; reading it changes no global state (CUDA is only queried,
-        not initialised, where it is unavailable).
+        An :class:`EnvCard`, dated today (UTC) with :func:`source_commit`; reading it changes
+        no global state (CUDA is only queried, not initialised, where it is unavailable).
     """
+    import datetime
+
     version, _, build = torch.__version__.partition("+")
     has_cuda = torch.cuda.is_available()
     device = "cuda" if has_cuda else "cpu"
@@ -147,6 +342,8 @@ def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
         gpu=gpu,
         bf16=bf16_support(device),
         extras=dict(extras or {}),
+        executed=datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        commit=source_commit(),
     )
 
 

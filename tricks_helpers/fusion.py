@@ -10,29 +10,45 @@ and ``conv'(x) == bn(conv(x))`` up to float rounding.
 
 Guarantees:
 
-- :func:`fuse_conv_bn` works for ``Conv1d``/``Conv2d``/``Conv3d`` with any stride, padding,
-  padding mode, dilation and groups, with or without a conv bias, and for BatchNorm with or
-  without ``affine``; it returns a **new** conv and never modifies its inputs;
+- :func:`fuse_conv_bn` (the teaching version, one pair) works for ``Conv1d``/``Conv2d``/
+  ``Conv3d`` with any stride, padding, padding mode, dilation and groups, with or without a
+  conv bias, and for BatchNorm with or without ``affine``; it returns a **new** conv of the
+  same class and hyper-parameters and never modifies its inputs;
 - the folding is computed in float64 and cast back to the conv's dtype, so it is at least
   as accurate as ``torch.nn.utils.fusion.fuse_conv_bn_eval``;
-- anything it cannot fold exactly is refused with a ``TypeError``/``ValueError`` that says
-  why: modules in training mode, BatchNorm without running statistics
-  (``track_running_stats=False``: it normalises with batch statistics even in eval mode),
-  mismatched channel counts, transposed or lazy convs, a BatchNorm of the wrong dimension;
-- :func:`fuse_model` finds conv + BN pairs that are **consecutive children of an
-  ``nn.Sequential``**, at any depth (Sequentials inside custom modules included). It does not
-  read custom ``forward()`` methods: a pair wired together in a hand-written ``forward`` is
-  not found (fuse it explicitly with :func:`fuse_conv_bn`, or trace with ``torch.fx``).
+- anything it cannot fold exactly is refused with a ``TypeError`` (wrong types) or a
+  ``ValueError`` (wrong values) that says why: modules in training mode, BatchNorm without
+  running statistics (``track_running_stats=False``: it normalises with batch statistics even
+  in eval mode), mismatched channel counts, transposed or lazy convs, a BatchNorm of the wrong
+  dimension, and **hooks**: a forward hook on the conv would see the BatchNorm's output after
+  fusion, so modules carrying hooks are refused unless ``drop_hooks=True`` says to drop them;
+- :func:`batchnorm_elements` counts the elements the BatchNorm layers of a model produce in
+  one call (each is one read and one write that fusion removes), from ``torch.fx``'s shape
+  propagation;
+- :func:`fuse_model` finds the pairs with ``torch.fx``: it traces ``forward()``
+  symbolically (so pairs wired in hand-written ``forward`` methods are found, as in
+  ``torch.fx.experimental.optimization.fuse``) and folds every conv whose output feeds only
+  the matching BatchNorm. Models ``torch.fx`` cannot trace (data-dependent control flow,
+  scripted or compiled modules) are refused with an error instead of fusing nothing silently.
 """
 
 from __future__ import annotations
 
 import copy
+import sys
 
 import torch
-from torch import nn
+from torch import fx, nn
 
-__all__ = ["fuse_conv_bn_weights", "fuse_conv_bn", "fuse_model", "FUSABLE_PAIRS"]
+from tricks_helpers._checks import check_bool, check_number, check_type
+
+__all__ = [
+    "fuse_conv_bn_weights",
+    "fuse_conv_bn",
+    "fuse_model",
+    "batchnorm_elements",
+    "FUSABLE_PAIRS",
+]
 
 #: Which BatchNorm class may follow which conv class.
 FUSABLE_PAIRS: dict[type[nn.Module], type[nn.Module]] = {
@@ -41,18 +57,25 @@ FUSABLE_PAIRS: dict[type[nn.Module], type[nn.Module]] = {
     nn.Conv3d: nn.BatchNorm3d,
 }
 
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
-def fuse_conv_bn_weights(weight: torch.Tensor, bias: torch.Tensor | None,
-                         running_mean: torch.Tensor, running_var: torch.Tensor, eps: float,
-                         gamma: torch.Tensor | None = None,
-                         beta: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+
+def fuse_conv_bn_weights(
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    running_mean: torch.Tensor,
+    running_var: torch.Tensor,
+    eps: float,
+    gamma: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Fold BatchNorm statistics and affine parameters into a conv's weight and bias.
 
     Args:
         weight: conv weight, shape ``(out_channels, in_channels / groups, *kernel)``.
         bias: conv bias of shape ``(out_channels,)``, or ``None`` (treated as zeros).
         running_mean, running_var: BatchNorm running statistics, shape ``(out_channels,)``.
-        eps: BatchNorm epsilon.
+        eps: BatchNorm epsilon (a finite number >= 0).
         gamma, beta: BatchNorm weight and bias, or ``None`` for a non-affine BatchNorm
             (treated as ones and zeros).
 
@@ -60,17 +83,32 @@ def fuse_conv_bn_weights(weight: torch.Tensor, bias: torch.Tensor | None,
         ``(fused_weight, fused_bias)`` in ``weight``'s dtype, computed in float64, detached.
 
     Raises:
+        TypeError: when a tensor argument is not a tensor, or ``eps`` is not a number.
         ValueError: when a per-channel tensor does not have ``out_channels`` elements, or
-            ``eps`` is negative.
+            ``eps`` is negative or not finite.
     """
+    where = "fuse_conv_bn_weights"
+    check_type(where, "weight", weight, torch.Tensor)
+    per_channel = (
+        ("bias", bias),
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("gamma", gamma),
+        ("beta", beta),
+    )
+    for name, t in per_channel:
+        if t is None and name in ("running_mean", "running_var"):
+            raise TypeError(f"{where}: {name} must be a Tensor, got NoneType")
+        if t is not None:
+            check_type(where, name, t, torch.Tensor)
+    eps = check_number(where, "eps", eps, minimum=0.0)
     out_channels = weight.shape[0]
-    for name, t in (("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var), ("gamma", gamma), ("beta", beta)):
+    for name, t in per_channel:
         if t is not None and tuple(t.shape) != (out_channels,):
-            raise ValueError(f"fuse_conv_bn_weights: {name} has shape {tuple(t.shape)}, "
-                             f"expected ({out_channels},) to match the conv's out_channels")
-    if eps < 0:
-        raise ValueError(f"fuse_conv_bn_weights: eps must be >= 0, got {eps!r}")
+            raise ValueError(
+                f"{where}: {name} has shape {tuple(t.shape)}, "
+                f"expected ({out_channels},) to match the conv's out_channels"
+            )
     f64 = dict(dtype=torch.float64, device=weight.device)
     w = weight.detach().to(**f64)
     b = torch.zeros(out_channels, **f64) if bias is None else bias.detach().to(**f64)
@@ -82,30 +120,57 @@ def fuse_conv_bn_weights(weight: torch.Tensor, bias: torch.Tensor | None,
     return fused_w.to(weight.dtype), fused_b.to(weight.dtype)
 
 
-def _check_pair(conv: nn.Module, bn: nn.Module) -> None:
+def _hooks(module: nn.Module) -> list[str]:
+    """Names of the hook kinds registered on ``module`` itself (not its children)."""
+    return [
+        kind.strip("_").replace("_", " ") for kind in _HOOK_DICTS if getattr(module, kind, None)
+    ]
+
+
+def _check_pair(conv: nn.Module, bn: nn.Module, drop_hooks: bool) -> None:
     conv_kind = type(conv)
     if conv_kind not in FUSABLE_PAIRS:
-        raise TypeError(f"fuse_conv_bn: expected nn.Conv1d/Conv2d/Conv3d, got "
-                        f"{conv_kind.__name__} (transposed, lazy and other conv subclasses are "
-                        f"not supported)")
+        raise TypeError(
+            f"fuse_conv_bn: expected nn.Conv1d/Conv2d/Conv3d, got "
+            f"{conv_kind.__name__} (transposed, lazy and other conv subclasses are "
+            f"not supported)"
+        )
     expected_bn = FUSABLE_PAIRS[conv_kind]
     if type(bn) is not expected_bn:
-        raise TypeError(f"fuse_conv_bn: {conv_kind.__name__} must be followed by "
-                        f"{expected_bn.__name__}, got {type(bn).__name__}")
+        raise TypeError(
+            f"fuse_conv_bn: {conv_kind.__name__} must be followed by "
+            f"{expected_bn.__name__}, got {type(bn).__name__}"
+        )
     if conv.training or bn.training:
-        raise ValueError("fuse_conv_bn: conv and BatchNorm must be in eval mode (call "
-                         ".eval()); in training mode BatchNorm normalises with batch "
-                         "statistics, which cannot be folded into weights")
+        raise ValueError(
+            "fuse_conv_bn: conv and BatchNorm must be in eval mode (call "
+            ".eval()); in training mode BatchNorm normalises with batch "
+            "statistics, which cannot be folded into weights"
+        )
     if not bn.track_running_stats or bn.running_mean is None or bn.running_var is None:
-        raise ValueError("fuse_conv_bn: BatchNorm has no running statistics "
-                         "(track_running_stats=False): it normalises with batch statistics "
-                         "even in eval mode, so it cannot be folded into the conv")
+        raise ValueError(
+            "fuse_conv_bn: BatchNorm has no running statistics "
+            "(track_running_stats=False): it normalises with batch statistics "
+            "even in eval mode, so it cannot be folded into the conv"
+        )
     if bn.num_features != conv.out_channels:
-        raise ValueError(f"fuse_conv_bn: channel mismatch: conv has out_channels="
-                         f"{conv.out_channels} but BatchNorm has num_features={bn.num_features}")
+        raise ValueError(
+            f"fuse_conv_bn: channel mismatch: conv has out_channels="
+            f"{conv.out_channels} but BatchNorm has num_features={bn.num_features}"
+        )
+    if not drop_hooks:
+        for name, m in (("conv", conv), ("BatchNorm", bn)):
+            kinds = _hooks(m)
+            if kinds:
+                raise ValueError(
+                    f"fuse_conv_bn: the {name} has hooks ({', '.join(kinds)}) "
+                    f"that the fused conv cannot keep faithfully (a conv forward "
+                    f"hook would see the BatchNorm's output); remove them, or "
+                    f"pass drop_hooks=True to drop them"
+                )
 
 
-def fuse_conv_bn(conv: nn.Module, bn: nn.Module) -> nn.Module:
+def fuse_conv_bn(conv: nn.Module, bn: nn.Module, *, drop_hooks: bool = False) -> nn.Module:
     """Return a new conv computing ``bn(conv(x))`` of two eval-mode modules.
 
     Args:
@@ -113,75 +178,194 @@ def fuse_conv_bn(conv: nn.Module, bn: nn.Module) -> nn.Module:
             padding, padding mode, dilation, groups; bias optional).
         bn: the matching ``nn.BatchNorm1d/2d/3d`` in eval mode, with
             ``track_running_stats=True``; ``affine`` may be True or False.
+        drop_hooks: when ``conv`` or ``bn`` carry forward/backward (pre-)hooks, drop them
+            instead of raising. The fused conv never carries hooks.
 
     Returns:
-        A deep copy of ``conv`` (same class and hyper-parameters, eval mode) whose weight and
-        bias hold the folded BatchNorm; it always has a bias. ``conv`` and ``bn`` are untouched.
+        A new conv of the same class and hyper-parameters (same device and dtype, eval mode)
+        whose weight and bias hold the folded BatchNorm; it always has a bias and no hooks,
+        and ``requires_grad`` of its parameters follows ``conv.weight``. ``conv`` and ``bn``
+        are untouched.
 
     Raises:
-        TypeError: on an unsupported conv class, or a BatchNorm class that does not match it.
+        TypeError: on an unsupported conv class, a BatchNorm class that does not match it, or
+            a non-bool ``drop_hooks``.
         ValueError: on modules in training mode, a BatchNorm without running statistics,
-            or ``bn.num_features != conv.out_channels``.
+            ``bn.num_features != conv.out_channels``, or hooks (unless ``drop_hooks``).
     """
-    _check_pair(conv, bn)
+    check_bool("fuse_conv_bn", "drop_hooks", drop_hooks)
+    _check_pair(conv, bn, drop_hooks)
     gamma, beta = (bn.weight, bn.bias) if bn.affine else (None, None)
-    w, b = fuse_conv_bn_weights(conv.weight, conv.bias, bn.running_mean, bn.running_var,
-                                bn.eps, gamma, beta)
-    fused = copy.deepcopy(conv)
-    fused.weight = nn.Parameter(w, requires_grad=conv.weight.requires_grad)
-    fused.bias = nn.Parameter(b, requires_grad=conv.weight.requires_grad)
+    w, b = fuse_conv_bn_weights(
+        conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, gamma, beta
+    )
+    fused = type(conv)(
+        conv.in_channels,
+        conv.out_channels,
+        conv.kernel_size,
+        stride=conv.stride,
+        padding=conv.padding,
+        dilation=conv.dilation,
+        groups=conv.groups,
+        bias=True,
+        padding_mode=conv.padding_mode,
+        device=w.device,
+        dtype=w.dtype,
+    )
+    requires_grad = conv.weight.requires_grad
+    fused.weight = nn.Parameter(w, requires_grad=requires_grad)
+    fused.bias = nn.Parameter(b, requires_grad=requires_grad)
     return fused.eval()
 
 
-def _fuse_children(module: nn.Module) -> int:
-    count = 0
-    if isinstance(module, nn.Sequential):
-        names = list(module._modules)
-        i = 0
-        while i < len(names) - 1:
-            first, second = module._modules[names[i]], module._modules[names[i + 1]]
-            if (type(first) in FUSABLE_PAIRS and type(second) is FUSABLE_PAIRS[type(first)]
-                    and second.num_features == first.out_channels):
-                module._modules[names[i]] = fuse_conv_bn(first, second)
-                module._modules[names[i + 1]] = nn.Identity()
-                count += 1
-                i += 2
-                continue
-            i += 1
-    for child in module.children():
-        if child is not None:
-            count += _fuse_children(child)
-    return count
+def _refuse_untraceable(model: nn.Module, where: str) -> None:
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError(
+            f"{where}: got a scripted module ({type(model).__name__}); torch.fx "
+            f"cannot trace TorchScript, so no pair would be found. Pass the eager "
+            f"module, then script the result"
+        )
+    # a compiled module exists only once torch._dynamo was imported: never import it here
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    if eval_frame is not None and isinstance(model, eval_frame.OptimizedModule):
+        raise TypeError(
+            f"{where}: got a torch.compile'd module (OptimizedModule); pass the "
+            f"eager module (model._orig_mod), then compile the result"
+        )
 
 
-def fuse_model(model: nn.Module) -> tuple[nn.Module, int]:
-    """Fuse every conv + BatchNorm pair found in ``model`` into single convs.
-
-    Found: a ``Conv1d/2d/3d`` immediately followed by the matching ``BatchNorm1d/2d/3d``
-    (with ``num_features == out_channels``; other neighbours are left alone)
-    as consecutive children of an ``nn.Sequential``, at any depth. The BatchNorm is
-    replaced by ``nn.Identity()`` so that indices (and names of the other children) stay
-    the same. Pairs in hand-written ``forward()`` methods are not found (see module
-    docstring).
-
-    Args:
-        model: the model, every submodule in eval mode.
-
-    Returns:
-        ``(fused_model, pairs_fused)``: a fused deep copy (``model`` is untouched) and the
-        number of pairs folded.
-
-    Raises:
-        TypeError: when ``model`` is not an ``nn.Module``.
-        ValueError: when any submodule is in training mode, or a pair found cannot be folded
-            (e.g. a BatchNorm with ``track_running_stats=False``).
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"fuse_model: expected an nn.Module, got {type(model).__name__}")
+def _check_eval(where: str, model: nn.Module) -> None:
     training = [name or "<model>" for name, m in model.named_modules() if m.training]
     if training:
-        raise ValueError(f"fuse_model: model must be in eval mode (call .eval()); in training "
-                         f"mode: {', '.join(training[:3])}{' ...' if len(training) > 3 else ''}")
-    fused = copy.deepcopy(model)
-    count = _fuse_children(fused)
-    return fused, count
+        raise ValueError(
+            f"{where}: model must be in eval mode (call .eval()); in training "
+            f"mode: {', '.join(training[:3])}{' ...' if len(training) > 3 else ''}"
+        )
+
+
+def _trace(where: str, model: nn.Module, hint: str = "") -> fx.GraphModule:
+    try:
+        return fx.symbolic_trace(model)
+    except Exception as err:  # TraceError, TypeError, ... from user code under tracing
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ValueError(
+            f"{where}: torch.fx cannot trace {type(model).__name__}.forward "
+            f"({type(err).__name__}: {first}){hint}"
+        ) from err
+
+
+def batchnorm_elements(model: nn.Module, *example: torch.Tensor) -> int:
+    """Elements produced by the BatchNorm layers of ``model`` in one call on ``example``.
+
+    Each element is one read and one write (8 bytes in float32) and a few float operations
+    that folding BatchNorm into the conv removes. ``model`` is traced with ``torch.fx`` and run
+    once under ``torch.no_grad()`` by :class:`torch.fx.passes.shape_prop.ShapeProp`, which
+    records the shape of every intermediate tensor; the BatchNorm modules' outputs are summed.
+
+    Args:
+        model: the model, every submodule in eval mode (a run in training mode would update
+            the running statistics).
+        example: its input tensor(s).
+
+    Returns:
+        The number of elements (an ``int``; 0 when the model has no BatchNorm).
+
+    Raises:
+        TypeError: when ``model`` is not an ``nn.Module``, or is scripted or compiled.
+        ValueError: when a submodule is in training mode, or ``forward`` cannot be traced.
+    """
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    check_type("batchnorm_elements", "model", model, nn.Module)
+    _refuse_untraceable(model, "batchnorm_elements")
+    _check_eval("batchnorm_elements", model)
+    traced = _trace("batchnorm_elements", model)
+    with torch.no_grad():
+        ShapeProp(traced).propagate(*example)
+    return sum(
+        node.meta["tensor_meta"].shape.numel()
+        for node in traced.graph.nodes
+        if node.op == "call_module"
+        and isinstance(traced.get_submodule(node.target), nn.modules.batchnorm._BatchNorm)
+    )
+
+
+def fuse_model(model: nn.Module, *, drop_hooks: bool = False) -> tuple[fx.GraphModule, int]:
+    """Fuse every conv + BatchNorm pair of ``model`` into single convs, found with ``torch.fx``.
+
+    ``model`` is traced with :func:`torch.fx.symbolic_trace`, which records the calls of
+    ``forward()``, hand-written ones included. A pair is a ``call_module`` node of a
+    ``Conv1d/2d/3d`` whose output feeds **only** the matching ``BatchNorm1d/2d/3d`` node
+    (a conv output also used elsewhere needs its pre-BatchNorm value, and a conv module called
+    at several places cannot be replaced for one of them: both are left alone, as in
+    ``torch.fx.experimental.optimization.fuse``). Each pair becomes one conv made by
+    :func:`fuse_conv_bn`; the BatchNorm node is removed from the graph.
+
+    Args:
+        model: the model, every submodule in eval mode; its ``forward`` must be traceable
+            by ``torch.fx`` (no control flow that depends on tensor values).
+        drop_hooks: tracing keeps the hooks of modules called as leaves (``nn.Conv2d``,
+            ``nn.ReLU``...), but not those of the fused conv and BatchNorm nor of modules
+            whose ``forward`` is inlined (containers, custom blocks, the root): by default
+            such hooks are refused with ``ValueError``; ``True`` drops them.
+
+    Returns:
+        ``(fused_model, pairs_fused)``: a ``torch.fx.GraphModule`` built from a deep copy of
+        ``model`` (``model`` is untouched; unfused submodules keep their names, e.g.
+        ``fused.get_submodule("layer1.0.conv1")``), in eval mode, and the number of pairs
+        folded. Check that number against the pairs you expect.
+
+    Raises:
+        TypeError: when ``model`` is not an ``nn.Module``, or is a scripted
+            (``torch.jit.ScriptModule``) or compiled (``torch.compile``) module, which
+            ``torch.fx`` cannot trace; or on a non-bool ``drop_hooks``.
+        ValueError: when any submodule is in training mode, ``forward`` cannot be traced, a
+            pair found cannot be folded (e.g. a BatchNorm with ``track_running_stats=False``),
+            or hooks would be lost (unless ``drop_hooks``).
+    """
+    check_type("fuse_model", "model", model, nn.Module)
+    check_bool("fuse_model", "drop_hooks", drop_hooks)
+    _refuse_untraceable(model, "fuse_model")
+    _check_eval("fuse_model", model)
+    traced = _trace(
+        "fuse_model", copy.deepcopy(model), "; fuse its pairs one by one with fuse_conv_bn instead"
+    )
+    graph = traced.graph
+    modules = dict(traced.named_modules())
+    calls: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op == "call_module":
+            calls[node.target] = calls.get(node.target, 0) + 1
+    count = 0
+    fused_targets: set[str] = set()
+    for node in list(graph.nodes):
+        if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
+            continue
+        prev = node.args[0]
+        if not isinstance(prev, fx.Node) or prev.op != "call_module":
+            continue
+        conv, bn = modules[prev.target], modules[node.target]
+        if type(conv) not in FUSABLE_PAIRS or type(bn) is not FUSABLE_PAIRS[type(conv)]:
+            continue
+        if len(prev.users) > 1 or calls[prev.target] > 1:
+            continue
+        fused = fuse_conv_bn(conv, bn, drop_hooks=drop_hooks)
+        traced.set_submodule(prev.target, fused, strict=True)
+        node.replace_all_uses_with(prev)
+        graph.erase_node(node)
+        fused_targets.update((prev.target, node.target))
+        count += 1
+    called = {n.target for n in graph.nodes if n.op == "call_module"} | fused_targets
+    lost = [
+        name or "<model>" for name, m in model.named_modules() if name not in called and _hooks(m)
+    ]
+    if lost and not drop_hooks:
+        raise ValueError(
+            f"fuse_model: torch.fx inlines the forward of {', '.join(lost[:3])}"
+            f"{' ...' if len(lost) > 3 else ''}, so its hooks would be lost; "
+            f"remove them, or pass drop_hooks=True to drop them"
+        )
+    graph.lint()
+    traced.delete_all_unused_submodules()
+    traced.recompile()
+    return traced.eval(), count

@@ -15,13 +15,22 @@ Guarantees of :func:`run_torchrun`:
   :mod:`tricks_helpers.ddp_train`);
 - a failing worker raises :class:`WorkerFailedError` carrying the failed rank, its exit code
   and the tail of its stderr (the Python traceback);
+- every argument is checked before anything starts (wrong type: :class:`TypeError`, wrong
+  value: :class:`ValueError`, the package's policy);
 - on timeout, or on any exception while waiting (e.g. a KeyboardInterrupt), the launcher is
   sent SIGTERM, then after ``grace`` seconds it and every process it started (workers run in
-  their own sessions, so each worker's process group) are sent SIGKILL: no process is left
-  running when the function returns or raises.
+  their own sessions, so each worker's process group) are sent SIGKILL;
+- on success too, processes the launch started and left running (e.g. a background process a
+  worker started and never waited for, even in a session of its own) are sent SIGTERM, then
+  SIGKILL after ``grace`` seconds, and counted in :attr:`LaunchResult.leftover`: no process of
+  the launch is left running when the function returns or raises.
 
-Process-tree cleanup reads ``/proc`` and so is complete on Linux; elsewhere only the
-launcher's own process group is signalled.
+How the launch's processes are found: every process started by the launch inherits an
+environment variable with a marker unique to the launch (``TRICKS_HELPERS_LAUNCH_ID``), and
+``/proc/<pid>/environ`` is searched for it; the launcher's process tree is walked as well. A
+process that replaces its environment before starting a child, and then leaves the tree (a
+double fork), escapes both. This cleanup reads ``/proc`` and so is complete on Linux; elsewhere
+only the launcher's own process group is signalled.
 
 Beware: torchrun parses the whole command line and accepts abbreviations of its own options,
 so a script option that abbreviates one of torchrun's (``--run`` for ``--run-path``) is
@@ -31,22 +40,33 @@ that they do not.
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
-__all__ = ["LaunchError", "WorkerFailedError", "LaunchTimeoutError", "LaunchResult",
-           "torchrun_command", "run_torchrun"]
+from tricks_helpers import torchrun_cli
+from tricks_helpers._checks import check_number, check_type
+from tricks_helpers._processes import MARKER_VARIABLE, kill_marked, terminate_tree
+from tricks_helpers.torchrun_cli import torchrun_command
 
-_TAIL_LINES = 25
+__all__ = [
+    "LaunchError",
+    "WorkerFailedError",
+    "LaunchTimeoutError",
+    "LaunchResult",
+    "torchrun_command",
+    "run_torchrun",
+]
+
+_TAIL_LINES = 25  # lines of a failed rank's stderr kept in the error
 
 
 class LaunchError(RuntimeError):
@@ -65,8 +85,16 @@ class WorkerFailedError(LaunchError):
         result: the :class:`LaunchResult` with every rank's captured output.
     """
 
-    def __init__(self, message: str, *, rank: int | None, exitcode: int | None,
-                 returncode: int, error_text: str, result: "LaunchResult") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        rank: int | None,
+        exitcode: int | None,
+        returncode: int,
+        error_text: str,
+        result: LaunchResult,
+    ) -> None:
         super().__init__(message)
         self.rank = rank
         self.exitcode = exitcode
@@ -83,7 +111,7 @@ class LaunchTimeoutError(LaunchError, TimeoutError):
         result: a :class:`LaunchResult` with the output captured until the kill.
     """
 
-    def __init__(self, message: str, *, timeout: float, result: "LaunchResult") -> None:
+    def __init__(self, message: str, *, timeout: float, result: LaunchResult) -> None:
         super().__init__(message)
         self.timeout = timeout
         self.result = result
@@ -100,6 +128,8 @@ class LaunchResult:
         stderr: rank -> everything that rank wrote to stderr.
         launcher_output: torchrun's own stdout and stderr (not the workers').
         seconds: wall time of the whole launch, process start-up included.
+        leftover: processes of the launch still running after torchrun exited (e.g. a
+            worker's background child), which were then killed; 0 for a tidy script.
     """
 
     command: tuple[str, ...]
@@ -108,123 +138,7 @@ class LaunchResult:
     stderr: dict[int, str] = field(default_factory=dict)
     launcher_output: str = ""
     seconds: float = 0.0
-
-
-def _check_positive_int(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
-
-def torchrun_command(target: str | os.PathLike, args: Sequence[str] = (), *,
-                     nproc_per_node: int = 2, module: bool = False, nnodes: int | str | None = None,
-                     rdzv_endpoint: str | None = None, rdzv_id: str | None = None,
-                     rdzv_backend: str = "c10d",
-                     launcher: Sequence[str] | None = None) -> list[str]:
-    """Build a torchrun command line.
-
-    Single node (``nnodes`` is ``None``): ``--standalone``, which starts a local rendezvous
-    on a free port. Several nodes: ``--nnodes``, ``--rdzv-backend``, ``--rdzv-endpoint``
-    and ``--rdzv-id``; the same command is run on every node.
-
-    Args:
-        target: a script path, or a module name when ``module`` is true.
-        args: arguments passed to the script.
-        nproc_per_node: worker processes per node (one per GPU on GPU machines).
-        module: run ``target`` as ``python -m target``.
-        nnodes: number of nodes, e.g. ``2`` or an elastic range ``"1:4"`` given as str.
-        rdzv_endpoint: ``host:port`` of the rendezvous (required with ``nnodes``).
-        rdzv_id: a job id shared by all nodes of one job (required with ``nnodes``).
-        rdzv_backend: rendezvous backend (``c10d`` needs no extra service).
-        launcher: the launcher's argv prefix; default
-            ``[sys.executable, "-m", "torch.distributed.run"]`` (``["torchrun"]`` to print).
-
-    Returns:
-        The command as a list of strings.
-
-    Raises:
-        ValueError: on an empty target, a bad process count, or a multi-node launch without
-            endpoint or id.
-    """
-    target = os.fspath(target)
-    if not target.strip():
-        raise ValueError("torchrun_command: target must be a non-empty script path or module")
-    _check_positive_int("nproc_per_node", nproc_per_node)
-    if isinstance(args, str):
-        raise ValueError("torchrun_command: args must be a sequence of strings, not one string")
-    cmd = list(launcher) if launcher is not None else [sys.executable, "-m", "torch.distributed.run"]
-    if nnodes is None:
-        cmd += ["--standalone"]
-    else:
-        if not rdzv_endpoint or not rdzv_id:
-            raise ValueError("torchrun_command: a multi-node launch (nnodes) needs rdzv_endpoint "
-                             "('host:port') and rdzv_id (a job id shared by all nodes)")
-        cmd += ["--nnodes", str(nnodes), "--rdzv-backend", rdzv_backend,
-                "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id]
-    cmd += ["--nproc-per-node", str(nproc_per_node)]
-    cmd += ["-m", target] if module else [target]
-    cmd += [str(a) for a in args]
-    return cmd
-
-
-def _children_map() -> dict[int, list[int]]:
-    """ppid -> pids, read from /proc (empty where /proc is absent)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return children
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        # the command name (field 2) may contain spaces and parentheses: split after the last ')'
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) >= 2:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    return children
-
-
-def _descendants(pid: int) -> list[int]:
-    children = _children_map()
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _kill(pid: int, sig: int, group: bool) -> None:
-    try:
-        if group:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _terminate_tree(proc: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the launcher, wait ``grace`` s, then SIGKILL it and everything it started."""
-    known = set(_descendants(proc.pid))
-    if proc.poll() is None:
-        _kill(proc.pid, signal.SIGTERM, group=True)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        known |= set(_descendants(proc.pid))
-    known |= set(_descendants(proc.pid))
-    _kill(proc.pid, signal.SIGKILL, group=True)
-    for pid in sorted(known):
-        # workers are session leaders (torchrun starts them with start_new_session=True):
-        # their process group holds their own children (e.g. DataLoader workers)
-        _kill(pid, signal.SIGKILL, group=True)
-        _kill(pid, signal.SIGKILL, group=False)
-    proc.wait()
+    leftover: int = 0
 
 
 def _read_rank_logs(log_dir: Path, nproc: int) -> tuple[dict[int, str], dict[int, str]]:
@@ -249,69 +163,128 @@ def _tail(text: str, lines: int = _TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_per_node: int = 2,
-                 module: bool = False, timeout: float = 120.0, grace: float = 5.0,
-                 env: Mapping[str, str] | None = None,
-                 cwd: str | os.PathLike | None = None) -> LaunchResult:
+def run_torchrun(
+    target: str | os.PathLike,
+    args: Sequence[str] = (),
+    *,
+    nproc_per_node: int = 2,
+    module: bool = False,
+    timeout: float = 120.0,
+    grace: float = 5.0,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> LaunchResult:
     """Launch ``target`` on ``nproc_per_node`` local workers with torchrun and wait for it.
 
     Args:
         target: a script path, or a module name when ``module`` is true.
-        args: arguments for the script (strings; other values are converted with ``str``).
+        args: arguments for the script (strings, paths or numbers; converted to strings).
         nproc_per_node: number of worker processes (ranks).
         module: run ``python -m target`` in each worker.
-        timeout: seconds before everything is killed and :class:`LaunchTimeoutError` raised.
-        grace: seconds between SIGTERM and SIGKILL when killing.
-        env: variables added to (or overriding) this process's environment for the launch.
-        cwd: working directory of the launch (default: the current one).
+        timeout: seconds (finite, > 0) before everything is killed and
+            :class:`LaunchTimeoutError` raised.
+        grace: seconds (finite, >= 0) between SIGTERM and SIGKILL when killing.
+        env: variables added to (or overriding) this process's environment for the launch
+            (string keys; string or number values).
+        cwd: working directory of the launch (default: the current one); must exist.
 
     Returns:
         A :class:`LaunchResult` with each rank's stdout/stderr.
 
     Raises:
-        ValueError: on bad arguments (see :func:`torchrun_command`), a non-positive timeout,
-            or a script path that does not exist.
+        TypeError: on an argument of the wrong type (see :func:`torchrun_command`).
+        ValueError: on a bad value (see :func:`torchrun_command`), a timeout that is not a
+            finite positive number, a negative or infinite grace, a missing ``cwd`` or a
+            script path that does not exist. All of these are raised before anything starts.
         WorkerFailedError: a worker exited with a non-zero code.
         LaunchTimeoutError: the launch did not finish within ``timeout`` seconds.
     """
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"run_torchrun: timeout must be a positive number of seconds, got {timeout!r}")
-    if not (isinstance(grace, (int, float)) and grace >= 0):
-        raise ValueError(f"run_torchrun: grace must be >= 0 seconds, got {grace!r}")
+    where = "run_torchrun"
+    base = torchrun_cli.build_command(
+        where,
+        target,
+        args,
+        nproc_per_node=nproc_per_node,
+        module=module,
+        nnodes=None,
+        rdzv_endpoint=None,
+        rdzv_id=None,
+        rdzv_backend="c10d",
+        launcher=None,
+    )
+    timeout = check_number(where, "timeout", timeout, minimum=0.0, strict_minimum=True)
+    grace = check_number(where, "grace", grace, minimum=0.0)
+    extra_env = {}
+    if env is not None:
+        check_type(where, "env", env, Mapping)
+        for key, value in env.items():
+            check_type(where, "env keys", key, str)
+            if isinstance(value, str):
+                extra_env[key] = value
+            elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+                extra_env[key] = str(value)
+            else:
+                raise TypeError(
+                    f"{where}: env[{key!r}] must be a string or a number, got "
+                    f"{type(value).__name__} {value!r}"
+                )
+    if cwd is not None:
+        check_type(where, "cwd", cwd, (str, os.PathLike))
+        if not Path(cwd).is_dir():
+            raise ValueError(f"{where}: cwd: no such directory: {os.fspath(cwd)!r}")
     if not module:
         script = Path(cwd or ".", target)
         if not script.is_file():
-            raise ValueError(f"run_torchrun: no such script: {os.fspath(target)!r}")
-    base = torchrun_command(target, args, nproc_per_node=nproc_per_node, module=module)
+            raise ValueError(f"{where}: no such script: {os.fspath(target)!r}")
+    marker = uuid.uuid4().hex
+    full_env = dict(os.environ)
+    full_env.update(extra_env)
+    full_env[MARKER_VARIABLE] = marker
     log_dir = Path(tempfile.mkdtemp(prefix="torchrun_logs_"))
     # options go before the script: insert after "--standalone"
     i = base.index("--standalone") + 1
     cmd = base[:i] + ["--log-dir", str(log_dir), "--redirects", "3"] + base[i:]
-    full_env = dict(os.environ)
-    full_env.update({str(k): str(v) for k, v in (env or {}).items()})
     start = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=full_env, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
         try:
             launcher_output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _terminate_tree(proc, grace)
+            terminate_tree(proc, grace, marker)
             launcher_output = proc.stdout.read() if proc.stdout else ""
             out, err = _read_rank_logs(log_dir, nproc_per_node)
-            result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output,
-                                  time.perf_counter() - start)
+            result = LaunchResult(
+                tuple(cmd), proc.returncode, out, err, launcher_output, time.perf_counter() - start
+            )
             raise LaunchTimeoutError(
                 f"torchrun did not finish within {timeout:g} s; all its processes were killed",
-                timeout=float(timeout), result=result) from None
+                timeout=float(timeout),
+                result=result,
+            ) from None
         except BaseException:
-            _terminate_tree(proc, grace)
+            terminate_tree(proc, grace, marker)
             raise
+        leftover = kill_marked(marker, grace)
         out, err = _read_rank_logs(log_dir, nproc_per_node)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
-    result = LaunchResult(tuple(cmd), proc.returncode, out, err, launcher_output or "",
-                          time.perf_counter() - start)
+    result = LaunchResult(
+        tuple(cmd),
+        proc.returncode,
+        out,
+        err,
+        launcher_output or "",
+        time.perf_counter() - start,
+        leftover,
+    )
     if proc.returncode != 0:
         m = _ROOT_CAUSE.search(result.launcher_output)
         rank = int(m.group(1)) if m else None
@@ -321,8 +294,17 @@ def run_torchrun(target: str | os.PathLike, args: Sequence[str] = (), *, nproc_p
         else:
             error_text = _tail(result.launcher_output)
         where = f"rank {rank}" if rank is not None else "a worker"
-        code = f"exit code {exitcode}" if exitcode is not None else f"launcher exit code {proc.returncode}"
-        raise WorkerFailedError(f"{where} failed ({code}); its stderr ends with:\n{error_text}",
-                                rank=rank, exitcode=exitcode, returncode=proc.returncode,
-                                error_text=error_text, result=result)
+        code = (
+            f"exit code {exitcode}"
+            if exitcode is not None
+            else f"launcher exit code {proc.returncode}"
+        )
+        raise WorkerFailedError(
+            f"{where} failed ({code}); its stderr ends with:\n{error_text}",
+            rank=rank,
+            exitcode=exitcode,
+            returncode=proc.returncode,
+            error_text=error_text,
+            result=result,
+        )
     return result

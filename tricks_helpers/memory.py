@@ -1,4 +1,4 @@
-"""Counting the memory a forward pass keeps for backward (introduced in chapter 05).
+"""Counting memory: saved activations, peaks, training state (introduced in chapter 05).
 
 Guarantees:
 
@@ -9,32 +9,79 @@ Guarantees:
   what is counted is the size of the underlying storage, because that is what stays alive.
   The number depends only on shapes, dtypes and the graph, not on timing or the device, so a
   notebook can print it exactly and nbval compares it.
-- :func:`peak_cuda_bytes` reports the CUDA caching allocator's peak while ``fn`` runs, above
-  what was allocated before; it returns ``None`` where CUDA is unavailable (the CPU allocator
-  keeps no such statistics), so a chapter can branch on it.
-- :func:`grad_bytes` and :func:`tensor_bytes` add up bytes of tensors you already hold.
+  Meta tensors (no memory, only shapes) are counted at the size their storage would have, so
+  a model built on ``device="meta"`` can be sized without allocating it.
+- :func:`peak_cuda_bytes`, :func:`cpu_memory_report` and :func:`peak_cpu_bytes` measure peaks
+  while ``fn`` runs; they live in :mod:`tricks_helpers.peak_memory` and are re-exported here;
+- :func:`grad_bytes`, :func:`tensor_bytes`, :func:`optimizer_state_bytes` and
+  :func:`training_state_bytes` add up bytes of tensors you already hold (parameters,
+  gradients, optimizer state: the memory budget of chapter 05);
+- :func:`state_dict_bytes` measures the size a model takes on disk by serialising its
+  ``state_dict`` with ``torch.save`` into memory, so quantized tensors, packed parameters and
+  tensor subclasses count as they would in a checkpoint file (chapters 05, 07).
 
-Importing this module changes no global state: the hooks are installed only inside the call
-and removed on exit, even when ``fn`` raises.
+Importing this module changes no global state: hooks and the profiler are active only inside
+the call and removed on exit, even when ``fn`` raises.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+import io
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import torch
+from torch import nn
 
-__all__ = ["saved_activation_bytes", "SavedTensorsReport", "saved_tensors_report",
-           "peak_cuda_bytes", "grad_bytes", "tensor_bytes", "fmt_bytes"]
+from tricks_helpers._checks import check_callable, check_int, check_type
+from tricks_helpers.peak_memory import (
+    CpuMemoryReport,
+    cpu_memory_report,
+    peak_cpu_bytes,
+    peak_cuda_bytes,
+)
+
+__all__ = [
+    "saved_activation_bytes",
+    "SavedTensorsReport",
+    "saved_tensors_report",
+    "peak_cuda_bytes",
+    "CpuMemoryReport",
+    "cpu_memory_report",
+    "peak_cpu_bytes",
+    "grad_bytes",
+    "tensor_bytes",
+    "optimizer_state_bytes",
+    "TrainingStateBytes",
+    "training_state_bytes",
+    "fmt_bytes",
+    "state_dict_bytes",
+]
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    """A FakeTensor (torch.compile's shape-only tensors) has no memory either."""
+    fake = getattr(getattr(torch, "_subclasses", None), "fake_tensor", None)
+    return fake is not None and isinstance(t, fake.FakeTensor)
 
 
 def _storage_key_and_size(t: torch.Tensor) -> tuple[tuple[Any, ...], int]:
-    """A key identifying ``t``'s storage and the bytes of that storage."""
+    """A key identifying ``t``'s storage and the bytes of that storage.
+
+    Real storages are identified by device and address (two storage objects over the same
+    memory count once). Meta and fake storages have no address (``data_ptr()`` is 0 for all
+    of them, which once made them collide): they are identified by the storage object itself
+    and sized from their shape and dtype.
+    """
+    shapeless = t.device.type == "meta" or _is_fake(t)
     try:
         storage = t.untyped_storage()
-        ptr = storage.data_ptr()
         nbytes = storage.nbytes()
-    except (RuntimeError, NotImplementedError):  # tensors without storage (e.g. some subclasses)
+        if shapeless:
+            return ("storage", storage._cdata), nbytes
+        ptr = storage.data_ptr()
+    except (RuntimeError, NotImplementedError, AttributeError):  # no storage (some subclasses)
         return ("id", id(t)), t.numel() * t.element_size()
     if nbytes == 0:
         return ("empty",), 0
@@ -60,12 +107,15 @@ class SavedTensorsReport:
         self.result = result
 
     def __repr__(self) -> str:
-        return (f"SavedTensorsReport(bytes={self.bytes}, tensors={self.tensors}, "
-                f"storages={self.storages}, ignored_bytes={self.ignored_bytes})")
+        return (
+            f"SavedTensorsReport(bytes={self.bytes}, tensors={self.tensors}, "
+            f"storages={self.storages}, ignored_bytes={self.ignored_bytes})"
+        )
 
 
-def saved_tensors_report(fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (),
-                         **kwargs: Any) -> SavedTensorsReport:
+def saved_tensors_report(
+    fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (), **kwargs: Any
+) -> SavedTensorsReport:
     """Run ``fn(*args, **kwargs)`` and report every tensor autograd saved for backward.
 
     Args:
@@ -81,12 +131,12 @@ def saved_tensors_report(fn: Callable[..., Any], *args: Any, ignore: Iterable[to
     Raises:
         TypeError: if ``fn`` is not callable or ``ignore`` holds something that is not a tensor.
     """
-    if not callable(fn):
-        raise TypeError(f"saved_activation_bytes: fn must be callable, got {type(fn).__name__}")
+    check_callable("saved_activation_bytes", "fn", fn)
     ignored_keys = set()
+    ignored_alive = []  # keep ignored tensors alive so their storage keys stay unique
     for t in ignore:
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"saved_activation_bytes: ignore must hold tensors, got {type(t).__name__}")
+        check_type("saved_activation_bytes", "ignore entry", t, torch.Tensor)
+        ignored_alive.append(t)
         ignored_keys.add(_storage_key_and_size(t)[0])
     seen: dict[tuple[Any, ...], int] = {}
     ignored: dict[tuple[Any, ...], int] = {}
@@ -109,17 +159,22 @@ def saved_tensors_report(fn: Callable[..., Any], *args: Any, ignore: Iterable[to
             result = fn(*args, **kwargs)
     finally:
         keep_alive.clear()
+        ignored_alive.clear()
     return SavedTensorsReport(sum(seen.values()), count, len(seen), sum(ignored.values()), result)
 
 
-def saved_activation_bytes(fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (),
-                           **kwargs: Any) -> int:
+def saved_activation_bytes(
+    fn: Callable[..., Any], *args: Any, ignore: Iterable[torch.Tensor] = (), **kwargs: Any
+) -> int:
     """Bytes of the tensors autograd saves for backward while ``fn(*args, **kwargs)`` runs.
 
     Counted exactly with :func:`torch.autograd.graph.saved_tensors_hooks`: every tensor an op
     saves passes through the hook. Tensors sharing a storage are counted once, at the size of
     the whole storage (a saved view keeps its whole base alive). Parameters saved by an op
     (e.g. a Linear's weight) are counted unless passed in ``ignore``.
+
+    Meta tensors are counted by shape and dtype (the bytes their storage would take), so the
+    activation memory of a model too large to allocate can be counted on ``device="meta"``.
 
     Returns 0 when nothing is saved, which is correct and often the point: under
     ``torch.no_grad()`` or ``torch.inference_mode()``, or when no input requires grad. It is
@@ -141,56 +196,23 @@ def saved_activation_bytes(fn: Callable[..., Any], *args: Any, ignore: Iterable[
     return saved_tensors_report(fn, *args, ignore=ignore, **kwargs).bytes
 
 
-def peak_cuda_bytes(fn: Callable[..., Any], *args: Any, device: int | str | torch.device | None = None,
-                    **kwargs: Any) -> int | None:
-    """Peak CUDA memory allocated while ``fn(*args, **kwargs)`` runs, above the level before it.
-
-    Resets the allocator's peak statistic (``torch.cuda.reset_peak_memory_stats``), runs
-    ``fn``, synchronizes, and returns ``max_memory_allocated() - memory_allocated_before``.
-    The caching allocator's *reserved* memory (what ``nvidia-smi`` shows) is larger; see
-    chapter 05 on ``empty_cache``.
-
-    Args:
-        fn: the computation to measure.
-        *args, **kwargs: passed to ``fn``.
-        device: the CUDA device (default: the current one).
-
-    Returns:
-        Bytes, or ``None`` when CUDA is not available: the CPU allocator keeps no peak
-        statistic, so there is nothing exact to report (use :func:`saved_activation_bytes`).
-
-    Raises:
-        TypeError: if ``fn`` is not callable.
-        ValueError: if ``device`` is not a CUDA device.
-    """
-    if not callable(fn):
-        raise TypeError(f"peak_cuda_bytes: fn must be callable, got {type(fn).__name__}")
-    if device is not None:
-        dev = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
-        if dev.type != "cuda":
-            raise ValueError(f"peak_cuda_bytes: device must be a CUDA device, got {dev.type!r}")
-    if not torch.cuda.is_available():
-        return None
-    torch.cuda.synchronize(device)
-    before = torch.cuda.memory_allocated(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    fn(*args, **kwargs)
-    torch.cuda.synchronize(device)
-    return torch.cuda.max_memory_allocated(device) - before
-
-
 def tensor_bytes(tensors: Iterable[torch.Tensor | None]) -> int:
     """Bytes of the given tensors' storages, each storage once; ``None`` entries count 0.
+
+    Views and tensors sharing memory count once, at the size of the whole storage; meta
+    tensors count the bytes their storage would take.
 
     Raises:
         TypeError: on an entry that is neither a tensor nor ``None``.
     """
     seen: dict[tuple[Any, ...], int] = {}
+    alive = []  # a temporary freed mid-iteration could hand its address to the next one
     for t in tensors:
         if t is None:
             continue
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"tensor_bytes: expected tensors or None, got {type(t).__name__}")
+        alive.append(t)
         key, nbytes = _storage_key_and_size(t)
         seen[key] = nbytes
     return sum(seen.values())
@@ -202,20 +224,121 @@ def grad_bytes(model: torch.nn.Module) -> int:
     Raises:
         TypeError: if ``model`` is not an ``nn.Module``.
     """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"grad_bytes: expected an nn.Module, got {type(model).__name__}")
+    check_type("grad_bytes", "model", model, nn.Module)
     return tensor_bytes(p.grad for p in model.parameters())
+
+
+def _state_tensors(obj: Any) -> Iterator[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for value in obj.values():
+            yield from _state_tensors(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _state_tensors(value)
+
+
+def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of the tensors in ``optimizer.state_dict()["state"]`` (chapter 05).
+
+    That is the optimizer's own memory: momentum buffers (SGD), ``exp_avg`` and
+    ``exp_avg_sq`` and the per-parameter ``step`` counters (Adam). It is empty (0 bytes) until
+    the first ``step()``: optimizers create their state lazily.
+
+    Raises:
+        TypeError: if ``optimizer`` is not a ``torch.optim.Optimizer``.
+    """
+    check_type("optimizer_state_bytes", "optimizer", optimizer, torch.optim.Optimizer)
+    return tensor_bytes(_state_tensors(optimizer.state_dict()["state"]))
+
+
+@dataclass(frozen=True)
+class TrainingStateBytes:
+    """The memory a training run holds besides activations (see :func:`training_state_bytes`).
+
+    Attributes:
+        params: bytes of the parameters.
+        grads: bytes of their ``.grad`` tensors (0 for ``None`` grads).
+        optimizer: bytes of the optimizer's state (:func:`optimizer_state_bytes`).
+        numel: number of parameter elements.
+    """
+
+    params: int
+    grads: int
+    optimizer: int
+    numel: int
+
+    @property
+    def total(self) -> int:
+        return self.params + self.grads + self.optimizer
+
+    @property
+    def per_parameter(self) -> float:
+        """Bytes per parameter element: ``total / numel`` (e.g. 16 for float32 Adam + grads)."""
+        return self.total / self.numel if self.numel else 0.0
+
+
+def training_state_bytes(
+    model: nn.Module, optimizer: torch.optim.Optimizer | None = None
+) -> TrainingStateBytes:
+    """Parameters + gradients + optimizer state of a model, in bytes (chapter 05).
+
+    Counted from the real tensors (``model.parameters()``, their ``.grad``, and the
+    optimizer's ``state_dict()``), so dtypes and lazily created state count as they are: call
+    it after a ``backward()`` and a ``step()`` to see the steady state of training.
+
+    Raises:
+        TypeError: on a model that is not an ``nn.Module`` or an optimizer that is not one.
+    """
+    check_type("training_state_bytes", "model", model, nn.Module)
+    if optimizer is not None:
+        check_type("training_state_bytes", "optimizer", optimizer, torch.optim.Optimizer)
+    params = list(model.parameters())
+    return TrainingStateBytes(
+        params=tensor_bytes(params),
+        grads=grad_bytes(model),
+        optimizer=optimizer_state_bytes(optimizer) if optimizer is not None else 0,
+        numel=sum(p.numel() for p in params),
+    )
 
 
 def fmt_bytes(n: int) -> str:
     """Exact, readable byte count: ``"1,048,576 B (1.00 MiB)"``. For device-independent sizes.
 
     Raises:
-        ValueError: on a negative or non-integer count.
+        TypeError: on a count that is not an integer (``bool`` included).
+        ValueError: on a negative count.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"fmt_bytes: expected a non-negative int, got {n!r}")
+    n = check_int("fmt_bytes", "n", n, minimum=0)
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n:,} B ({n / scale:.2f} {unit})"
     return f"{n:,} B"
+
+
+def state_dict_bytes(obj: nn.Module | Mapping[str, object]) -> int:
+    """Bytes of ``torch.save(state_dict)`` for a module or a state_dict.
+
+    Args:
+        obj: an ``nn.Module`` (its ``state_dict()`` is saved) or a state_dict mapping.
+
+    Returns:
+        The number of bytes ``torch.save`` writes (to an in-memory buffer). Deterministic
+        for a given state_dict and torch version.
+
+    Raises:
+        TypeError: when ``obj`` is neither a module nor a mapping.
+    """
+    if isinstance(obj, nn.Module):
+        state = obj.state_dict()
+    elif isinstance(obj, Mapping):
+        state = obj
+    else:
+        raise TypeError(
+            f"state_dict_bytes: expected an nn.Module or a state_dict mapping, "
+            f"got {type(obj).__name__}"
+        )
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return buf.tell()

@@ -1,5 +1,9 @@
 """Output hygiene for the book's notebooks (introduced in chapter 01).
 
+- :func:`shown_warnings` prints warnings without machine paths;
+- :func:`captured_logs` records what named loggers emit instead of letting them print;
+- :func:`show_error` runs a call that must fail and prints its error in one stable line.
+
 A warning printed by Python carries the path of the cell's temporary file
 (``/tmp/ipykernel_<pid>/<n>.py``), which changes on every run and machine. nbval compares
 stderr, so chapters show warnings through :func:`shown_warnings`, which prints the
@@ -15,11 +19,15 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import sys
 import warnings
-from typing import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
-__all__ = ["shown_warnings"]
+from tricks_helpers._checks import check_callable, check_type
+
+__all__ = ["shown_warnings", "captured_logs", "show_error"]
 
 
 def _error_categories(options: list[str]) -> list[type[Warning]]:
@@ -53,12 +61,18 @@ def shown_warnings(*, stream=None, dedupe: bool = True) -> Iterator[list[warning
     Yields:
         The list of recorded :class:`warnings.WarningMessage` objects, for asserts.
     """
+    out = sys.stdout if stream is None else stream
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for category in _error_categories(sys.warnoptions):
             warnings.simplefilter("error", category)
-        yield caught
-    out = sys.stdout if stream is None else stream
+        try:
+            yield caught
+        finally:  # print what was recorded even when the block raises
+            _print_warnings(caught, out, dedupe)
+
+
+def _print_warnings(caught: list[warnings.WarningMessage], out, dedupe: bool) -> None:
     seen = set()
     for w in caught:
         first_line = str(w.message).strip().splitlines()[0] if str(w.message).strip() else ""
@@ -67,3 +81,111 @@ def shown_warnings(*, stream=None, dedupe: bool = True) -> Iterator[list[warning
             continue
         seen.add(key)
         print(f"{w.category.__name__}: {first_line}", file=out)
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(level=logging.NOTSET)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def captured_logs(*names: str) -> Iterator[list[logging.LogRecord]]:
+    """Record what the loggers ``names`` (and their children) emit inside the block.
+
+    While the block runs, each named logger sends its records to a list instead of
+    propagating them to its parents' handlers (which would print them to stderr with
+    machine paths). Levels are not changed: only what the logger would have emitted is
+    recorded. On exit every logger's handlers and ``propagate`` flag are restored.
+    Introduced in chapter 07 (torchao logs at import time).
+
+    Args:
+        names: logger names, e.g. ``"torchao"``.
+
+    Yields:
+        The list of :class:`logging.LogRecord` objects, filled as records arrive.
+
+    Raises:
+        TypeError: when a name is not a string.
+        ValueError: when no name, or an empty name (the root logger), is given.
+    """
+    for n in names:
+        check_type("captured_logs", "name", n, str)
+    if not names or any(not n for n in names):
+        raise ValueError(
+            "captured_logs: give one or more non-empty logger names "
+            "(the root logger is not captured)"
+        )
+    records: list[logging.LogRecord] = []
+    handler = _ListHandler(records)
+    saved = []
+    for name in names:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate, list(logger.handlers)))
+        logger.handlers = [handler]
+        logger.propagate = False
+    try:
+        yield records
+    finally:
+        for logger, propagate, handlers in saved:
+            logger.handlers = handlers
+            logger.propagate = propagate
+
+
+def show_error(
+    fn: Callable[[], Any],
+    expected: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    *,
+    label: str = "",
+    first_sentence: bool = False,
+    width: int | None = None,
+    stream=None,
+) -> BaseException:
+    """Call ``fn``, which must raise ``expected``, and print the error as one stable line.
+
+    The line is ``[label: ]<ExceptionType>: <first line of the message>``, optionally cut at
+    the first sentence (``". "``) or to ``width`` characters: messages of third-party errors
+    can carry machine paths or change between versions in their later lines. Used by every
+    "what the helper refuses" cell of the book.
+
+    Args:
+        fn: a function of no arguments.
+        expected: the exception type(s) ``fn`` must raise.
+        label: printed before the error, e.g. the case being tried.
+        first_sentence: keep the message up to its first ``". "`` only.
+        width: cut the message to this many characters.
+        stream: where to print (default ``sys.stdout``).
+
+    Returns:
+        The exception raised, for further asserts.
+
+    Raises:
+        TypeError: on a non-callable ``fn``.
+        AssertionError: when ``fn`` returns normally (the call was expected to fail).
+        BaseException: an exception that is not ``expected`` propagates unchanged.
+    """
+    check_callable("show_error", "fn", fn)
+    out = sys.stdout if stream is None else stream
+    try:
+        fn()
+    except expected as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if first_sentence and ". " in message:
+            message = message.split(". ")[0] + "."
+        if width is not None and len(message) > width:
+            message = message[:width]
+        prefix = f"{label}: " if label else ""
+        print(f"{prefix}{type(exc).__name__}: {message}", file=out)
+        return exc
+    names = (
+        expected.__name__
+        if isinstance(expected, type)
+        else " or ".join(e.__name__ for e in expected)
+    )
+    raise AssertionError(
+        f"show_error: expected {names}{f' ({label})' if label else ''}, "
+        f"but the call returned normally"
+    )

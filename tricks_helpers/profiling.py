@@ -3,10 +3,13 @@
 ``torch.profiler`` prints a table made for eyes; :func:`op_stats` turns the same numbers
 (``prof.key_averages()``) into :class:`OpStat` rows a notebook can sort, filter and assert
 on. :func:`range_stats` picks the ``record_function`` ranges a training loop labelled
-(``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one.
+(``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one, and
+:func:`range_durations` lists the duration of every occurrence of a range (one per step), so
+that a chapter can decide on the median step, which one step slowed down by another process
+cannot move.
 :func:`cprofile_stats` does the same for a :mod:`cProfile` run, with function names
-stripped of machine paths, and :func:`trace_event_counts` reads a Chrome trace file
-(``prof.export_chrome_trace``) back to count the events in it.
+stripped of machine paths. The trace file the profiler exports is read back by
+:mod:`tricks_helpers.traces`.
 
 Times are in microseconds as the profiler reports them; they are measurements (print
 them with :func:`tricks_helpers.bench.fmt_time`), whereas names and call counts are
@@ -16,16 +19,24 @@ facts of the code that ran and can be compared and asserted.
 from __future__ import annotations
 
 import cProfile
-import json
 import os
 import pstats
-from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-__all__ = ["OpStat", "FuncStat", "op_stats", "top_ops", "range_stats", "largest_range",
-           "cprofile_stats", "trace_event_counts"]
+from tricks_helpers._checks import check_bool, check_choice, check_int, check_names, check_type
+
+__all__ = [
+    "OpStat",
+    "FuncStat",
+    "op_stats",
+    "top_ops",
+    "range_stats",
+    "largest_range",
+    "range_durations",
+    "cprofile_stats",
+]
 
 _SORT_KEYS = ("self_cpu_us", "cpu_total_us", "calls", "self_cpu_memory_bytes", "self_device_us")
 
@@ -56,14 +67,16 @@ class OpStat:
 
 def _key_averages(source: Any) -> Iterable[Any]:
     from torch.autograd.profiler_util import EventList, FunctionEventAvg
+
     if isinstance(source, EventList):
         if all(isinstance(e, FunctionEventAvg) for e in source):
-            return source                      # already key_averages()
-        return source.key_averages()           # raw events()
-    if hasattr(source, "key_averages"):        # a profiler object
+            return source  # already key_averages()
+        return source.key_averages()  # raw events()
+    if hasattr(source, "key_averages"):  # a profiler object
         return source.key_averages()
-    raise TypeError("expected a torch.profiler.profile or its key_averages(), got "
-                    f"{type(source).__name__}")
+    raise TypeError(
+        f"expected a torch.profiler.profile or its key_averages(), got {type(source).__name__}"
+    )
 
 
 def op_stats(source: Any) -> list[OpStat]:
@@ -78,17 +91,23 @@ def op_stats(source: Any) -> list[OpStat]:
     """
     rows = []
     for e in _key_averages(source):
-        rows.append(OpStat(
-            name=e.key, calls=int(e.count), self_cpu_us=float(e.self_cpu_time_total),
-            cpu_total_us=float(e.cpu_time_total),
-            self_cpu_memory_bytes=int(getattr(e, "self_cpu_memory_usage", 0) or 0),
-            self_device_us=float(getattr(e, "self_device_time_total", 0) or 0),
-            is_range=bool(getattr(e, "is_user_annotation", False))))
+        rows.append(
+            OpStat(
+                name=e.key,
+                calls=int(e.count),
+                self_cpu_us=float(e.self_cpu_time_total),
+                cpu_total_us=float(e.cpu_time_total),
+                self_cpu_memory_bytes=int(getattr(e, "self_cpu_memory_usage", 0) or 0),
+                self_device_us=float(getattr(e, "self_device_time_total", 0) or 0),
+                is_range=bool(getattr(e, "is_user_annotation", False)),
+            )
+        )
     return rows
 
 
-def top_ops(source: Any, n: int = 5, by: str = "self_cpu_us", *,
-            include_ranges: bool = False) -> list[OpStat]:
+def top_ops(
+    source: Any, n: int = 5, by: str = "self_cpu_us", *, include_ranges: bool = False
+) -> list[OpStat]:
     """The ``n`` rows with the largest ``by``, largest first (ties: by name, for stability).
 
     Args:
@@ -99,12 +118,13 @@ def top_ops(source: Any, n: int = 5, by: str = "self_cpu_us", *,
         include_ranges: keep ``record_function`` ranges (default: operators only).
 
     Raises:
+        TypeError: ``n`` is not an integer or ``include_ranges`` not a bool.
         ValueError: on an unknown ``by`` or ``n < 1``.
     """
-    if by not in _SORT_KEYS:
-        raise ValueError(f"top_ops: by must be one of {_SORT_KEYS}, got {by!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"top_ops: n must be an integer >= 1, got {n!r}")
+    check_type("top_ops", "by", by, str)
+    check_choice("top_ops", "by", by, _SORT_KEYS)
+    n = check_int("top_ops", "n", n, minimum=1)
+    check_bool("top_ops", "include_ranges", include_ranges)
     rows = [r for r in op_stats(source) if include_ranges or not r.is_range]
     return sorted(rows, key=lambda r: (-getattr(r, by), r.name))[:n]
 
@@ -113,26 +133,69 @@ def range_stats(source: Any, names: Sequence[str]) -> dict[str, OpStat]:
     """The rows of the ``record_function`` ranges ``names``, in the order given.
 
     Raises:
+        TypeError: ``names`` is one string, or not a sequence of strings.
         ValueError: ``names`` is empty, or a range was not recorded (the message lists the
             ranges that were).
     """
-    if isinstance(names, str) or not names:
-        raise ValueError("range_stats: names must be a non-empty sequence of range names")
+    check_names("range_stats", names)
     rows = {r.name: r for r in op_stats(source)}
     missing = [n for n in names if n not in rows]
     if missing:
         recorded = sorted(r.name for r in rows.values() if r.is_range)
-        raise ValueError(f"range_stats: range(s) {missing} not in the profile; recorded "
-                         f"ranges: {recorded}")
+        raise ValueError(
+            f"range_stats: range(s) {missing} not in the profile; recorded ranges: {recorded}"
+        )
     return {n: rows[n] for n in names}
 
 
 def largest_range(source: Any, names: Sequence[str], by: str = "cpu_total_us") -> str:
-    """Name of the range among ``names`` with the largest ``by`` (default: CPU time total)."""
-    if by not in _SORT_KEYS:
-        raise ValueError(f"largest_range: by must be one of {_SORT_KEYS}, got {by!r}")
+    """Name of the range among ``names`` with the largest ``by`` (default: CPU time total).
+
+    Raises:
+        TypeError, ValueError: as :func:`range_stats`, or on an unknown ``by``.
+    """
+    check_type("largest_range", "by", by, str)
+    check_choice("largest_range", "by", by, _SORT_KEYS)
+    check_names("largest_range", names)
     stats = range_stats(source, names)
     return max(names, key=lambda n: getattr(stats[n], by))
+
+
+def range_durations(source: Any, names: Sequence[str]) -> dict[str, list[float]]:
+    """Duration of every occurrence of the ``record_function`` ranges ``names``, in time order.
+
+    With a ``schedule``, a range opened once per step gives one duration per kept step, so
+    ``statistics.median`` of the list is the time of a typical step.
+
+    Args:
+        source: a finished ``torch.profiler.profile``, or its ``events()`` (not
+            ``key_averages()``, which has only totals).
+        names: the ranges, e.g. ``["data", "forward"]``.
+
+    Returns:
+        name -> durations in microseconds (wall time on the CPU thread, children included).
+
+    Raises:
+        TypeError: ``source`` is neither, or ``names`` is not a sequence of strings.
+        ValueError: ``names`` is empty or a range was not recorded.
+    """
+    from torch.autograd.profiler_util import EventList, FunctionEventAvg
+
+    check_names("range_durations", names)
+    events = source.events() if hasattr(source, "events") and callable(source.events) else source
+    if not isinstance(events, EventList) or any(isinstance(e, FunctionEventAvg) for e in events):
+        raise TypeError(
+            "range_durations: expected a torch.profiler.profile or its events(), got "
+            f"{type(source).__name__} (key_averages() has totals only)"
+        )
+    found: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    for e in events:
+        if e.name in found:
+            found[e.name].append((float(e.time_range.start), float(e.time_range.elapsed_us())))
+    missing = [n for n, d in found.items() if not d]
+    if missing:
+        raise ValueError(f"range_durations: range(s) {missing} not in the profile")
+    return {n: [d for _, d in sorted(found[n])] for n in names}
 
 
 @dataclass(frozen=True)
@@ -167,7 +230,9 @@ def _where(filename: str, line: int) -> str:
     return f"{os.path.basename(filename)}:{line}"
 
 
-def cprofile_stats(source: cProfile.Profile | pstats.Stats, sort: str = "tottime") -> list[FuncStat]:
+def cprofile_stats(
+    source: cProfile.Profile | pstats.Stats, sort: str = "tottime"
+) -> list[FuncStat]:
     """Every function of a cProfile run as :class:`FuncStat`, largest ``sort`` first.
 
     Args:
@@ -176,46 +241,34 @@ def cprofile_stats(source: cProfile.Profile | pstats.Stats, sort: str = "tottime
 
     Raises:
         ValueError: on another ``sort``, or a profile that recorded nothing.
-        TypeError: ``source`` is neither type.
+        TypeError: ``source`` is neither type, or ``sort`` is not a string.
     """
-    if sort not in ("tottime", "cumtime", "calls"):
-        raise ValueError(f"cprofile_stats: sort must be 'tottime', 'cumtime' or 'calls', got {sort!r}")
+    check_type("cprofile_stats", "sort", sort, str)
+    check_choice("cprofile_stats", "sort", sort, ("tottime", "cumtime", "calls"))
     if isinstance(source, cProfile.Profile):
         try:
             source = pstats.Stats(source)
         except TypeError:
-            raise ValueError("cprofile_stats: the profile recorded nothing (was it enabled?)") from None
+            raise ValueError(
+                "cprofile_stats: the profile recorded nothing (was it enabled?)"
+            ) from None
     if not isinstance(source, pstats.Stats):
-        raise TypeError(f"cprofile_stats: expected cProfile.Profile or pstats.Stats, got "
-                        f"{type(source).__name__}")
+        raise TypeError(
+            f"cprofile_stats: expected cProfile.Profile or pstats.Stats, got "
+            f"{type(source).__name__}"
+        )
     rows = []
     for (filename, line, func), (_, calls, tt, ct, callers) in source.stats.items():
-        rows.append(FuncStat(name=func, where=_where(filename, line), calls=int(calls),
-                             tottime=float(tt), cumtime=float(ct),
-                             callers=tuple(sorted({c[2] for c in callers}))))
+        rows.append(
+            FuncStat(
+                name=func,
+                where=_where(filename, line),
+                calls=int(calls),
+                tottime=float(tt),
+                cumtime=float(ct),
+                callers=tuple(sorted({c[2] for c in callers})),
+            )
+        )
     if not rows:
         raise ValueError("cprofile_stats: the profile recorded nothing (was it enabled?)")
     return sorted(rows, key=lambda r: (-getattr(r, sort), r.name, r.where))
-
-
-def trace_event_counts(path: str | os.PathLike, category: str | None = "user_annotation") -> Counter:
-    """Count the events of a Chrome trace file by name (e.g. one ``data`` event per step).
-
-    Args:
-        path: a file written by ``prof.export_chrome_trace``.
-        category: keep only events of this ``cat`` (default: ``record_function`` ranges);
-            ``None`` counts every named event.
-
-    Raises:
-        ValueError: the file is not a Chrome trace (no ``traceEvents`` list).
-    """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"trace_event_counts: {Path(path).name} is not JSON ({exc.msg})") from None
-    events = data.get("traceEvents") if isinstance(data, dict) else None
-    if not isinstance(events, list):
-        raise ValueError(f"trace_event_counts: {Path(path).name} has no 'traceEvents' list; "
-                         "is it a Chrome trace from export_chrome_trace?")
-    return Counter(e["name"] for e in events
-                   if isinstance(e, dict) and "name" in e and (category is None or e.get("cat") == category))

@@ -1,0 +1,231 @@
+"""Audit the stored state of the book's notebooks, without running them (``make audit``).
+
+    python scripts/audit_notebooks.py [NOTEBOOK ...] [--min-compared 0.8]
+
+Default: every chapter of ``_toc.yml``. It prints one row per notebook (code cells, cells
+with output, outputs compared by nbval, ignored, skipped, asserts, figures) and fails (exit 1)
+on what makes a stored book untrustworthy or a page unreadable:
+
+- a code cell never executed, or executed out of order (run top to bottom: ``make execute``);
+- a stored error output in a cell not tagged ``raises-exception``;
+- less than ``--min-compared`` (default 80%) of the cells with output compared by nbval;
+- an ``# NBVAL_*`` comment marker (it shows on the page: use the cell tag instead, e.g.
+  ``nbval-ignore-output``; ``scripts/convert_markers.py`` converts them);
+- a figure (an image output) without a caption and alt text in its cell's metadata:
+  ``"mystnb": {"figure": {"caption": ..., "name": "fig-..."}, "image": {"alt": ...}}``;
+- a verdict line (``FASTER 1.22x [1.15-1.31] ...``) of 100 characters or more: the verdict
+  must stay visible on the page;
+- a path of the machine that ran it in an output (``/tmp/...``, ``site-packages/``...);
+- a notebook under ``book/`` that ``_toc.yml`` does not list.
+
+Only the standard library and this repository's scripts are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
+
+MIN_COMPARED = 0.80
+MAX_VERDICT_LINE = 99  # characters: "< 100"
+VERDICT_WORDS = ("FASTER", "SLOWER", "NO CLEAR DIFFERENCE")
+_VERDICT_START = re.compile(rf"^(?:{'|'.join(VERDICT_WORDS)}) \d")
+_MARKER = re.compile(r"^\s*#+\s*((?:NBVAL|PYTEST_VALIDATE)_[A-Z_]+)")
+_MACHINE_PATH = re.compile(
+    r"(/tmp/|/home/|/root/|/work/|/usr/local/lib/python|site-packages/|C:\\\\Users)"
+)
+_IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
+_SKIP_TAGS = {"nbval-skip"}
+_RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
+_COMMENT_TAGS = {  # nbval's comment markers, as the tag that means the same
+    "NBVAL_IGNORE_OUTPUT": {"nbval-ignore-output"},
+    "PYTEST_VALIDATE_IGNORE_OUTPUT": {"nbval-ignore-output"},
+    "NBVAL_SKIP": {"nbval-skip"},
+    "NBVAL_RAISES_EXCEPTION": {"raises-exception"},
+}
+
+
+@dataclass
+class Audit:
+    """What the audit found in one notebook."""
+
+    name: str
+    code: int = 0
+    with_output: int = 0
+    compared: int = 0
+    ignored: int = 0
+    skipped: int = 0
+    asserts: int = 0
+    figures: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        """Share of the cells with output that nbval compares (1.0 when none has output)."""
+        return self.compared / self.with_output if self.with_output else 1.0
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else (value or "")
+
+
+def _output_text(out: dict) -> str:
+    if out.get("output_type") == "stream":
+        return _text(out.get("text"))
+    if out.get("output_type") == "error":
+        return "\n".join(out.get("traceback", []))
+    return _text(out.get("data", {}).get("text/plain"))
+
+
+def _figure_problem(meta: dict) -> str:
+    """What a figure cell's metadata lacks for a caption and alt text ('' when complete)."""
+    mystnb = meta.get("mystnb") if isinstance(meta.get("mystnb"), dict) else {}
+    figure = mystnb.get("figure") if isinstance(mystnb.get("figure"), dict) else {}
+    image = mystnb.get("image") if isinstance(mystnb.get("image"), dict) else {}
+    missing = [
+        what
+        for what, value in (
+            ("mystnb.figure.caption", figure.get("caption")),
+            ("mystnb.image.alt", image.get("alt")),
+        )
+        if not (isinstance(value, str) and value.strip())
+    ]
+    return ", ".join(missing)
+
+
+def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
+    """Audit one stored notebook (see the module docstring for the rules)."""
+    result = Audit(path.name)
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cells = nb["cells"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        result.problems.append(f"not a readable notebook ({exc})")
+        return result
+    expected = 1
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        src = _text(cell.get("source"))
+        if not src.strip():
+            continue
+        meta = cell.get("metadata", {})
+        tags = set(meta.get("tags", []))
+        result.code += 1
+        result.asserts += len(re.findall(r"^\s*assert\b", src, flags=re.M))
+        for line in src.splitlines():
+            m = _MARKER.match(line)
+            if m:
+                result.problems.append(
+                    f"cell {i}: comment marker '# {m.group(1)}' shows on the "
+                    "page: use the cell tag (scripts/convert_markers.py)"
+                )
+            if line.strip().startswith("#"):  # what nbval honours, until converted to tags
+                tags |= _COMMENT_TAGS.get(line.strip().lstrip("#").strip(), set())
+        if tags & _SKIP_TAGS:
+            result.skipped += 1
+            continue
+        count = cell.get("execution_count")
+        if count is None:
+            result.problems.append(f"cell {i}: never executed")
+        elif count != expected:
+            result.problems.append(
+                f"cell {i}: execution_count {count}, expected {expected} (run top to bottom)"
+            )
+        expected = (count or expected) + 1
+        outs = cell.get("outputs", [])
+        if outs:
+            result.with_output += 1
+            if tags & _IGNORE_TAGS:
+                result.ignored += 1
+            else:
+                result.compared += 1
+        for out in outs:
+            if out.get("output_type") == "error" and not tags & _RAISES_TAGS:
+                evalue = (out.get("evalue") or "").strip().splitlines()
+                result.problems.append(
+                    f"cell {i}: stored error {out.get('ename')}: {evalue[0][:80] if evalue else ''}"
+                )
+            if any(k.startswith("image/") for k in out.get("data", {})):
+                result.figures += 1
+                missing = _figure_problem(meta)
+                if missing:
+                    result.problems.append(f"cell {i}: figure without {missing}")
+            text = _output_text(out)
+            for line in text.splitlines():
+                if _VERDICT_START.match(line) and len(line) > MAX_VERDICT_LINE:
+                    result.problems.append(
+                        f"cell {i}: verdict line of {len(line)} characters "
+                        f"(keep it under 100): {line[:60]}..."
+                    )
+            hit = _MACHINE_PATH.search(text)
+            if hit:
+                result.problems.append(f"cell {i}: machine path in output near {hit.group(0)!r}")
+    if result.share < min_compared:
+        result.problems.append(
+            f"{result.compared} of {result.with_output} outputs compared "
+            f"({result.share:.0%}), needs {min_compared:.0%}"
+        )
+    return result
+
+
+def report(audits: list[Audit], unlisted: list[Path], min_compared: float) -> tuple[str, int]:
+    """The printed report and its number of problems."""
+    width = max([len(a.name) for a in audits] + [8])
+    lines = [
+        f"{'notebook':<{width}} {'code':>4} {'out':>4} {'cmp':>4} {'ign':>4} {'skip':>4} "
+        f"{'share':>5} {'assert':>6} {'fig':>4}"
+    ]
+    problems = 0
+    for a in audits:
+        lines.append(
+            f"{a.name:<{width}} {a.code:4} {a.with_output:4} {a.compared:4} "
+            f"{a.ignored:4} {a.skipped:4} {a.share:5.0%} {a.asserts:6} {a.figures:4}"
+        )
+        lines += [f"    PROBLEM {p}" for p in a.problems]
+        problems += len(a.problems)
+    for path in unlisted:
+        lines.append(f"PROBLEM {path.name}: under book/ but not listed in _toc.yml")
+        problems += 1
+    compared = sum(a.compared for a in audits)
+    with_output = sum(a.with_output for a in audits)
+    share = compared / with_output if with_output else 1.0
+    lines.append(
+        f"audit: {len(audits)} notebooks, {sum(a.code for a in audits)} code cells, "
+        f"{compared}/{with_output} outputs compared ({share:.0%}; each notebook needs "
+        f"{min_compared:.0%}), {sum(a.asserts for a in audits)} asserts, "
+        f"{sum(a.figures for a in audits)} figures, {problems} problems"
+    )
+    return "\n".join(lines), problems
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter)")
+    parser.add_argument(
+        "--min-compared",
+        type=float,
+        default=MIN_COMPARED,
+        help="least share of outputs nbval must compare, per notebook",
+    )
+    args = parser.parse_args(argv)
+    try:
+        paths = notebooks_from_args(args.notebooks, root)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"audit: {exc}", file=sys.stderr)
+        return 1
+    audits = [audit_notebook(p, args.min_compared) for p in paths]
+    unlisted = [] if args.notebooks else unlisted_notebooks(root)
+    text, problems = report(audits, unlisted, args.min_compared)
+    print(text)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Tests of scripts/audit_notebooks.py: the stored-notebook audit behind `make audit`."""
+
+from __future__ import annotations
+
+import pytest
+
+import audit_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from tricks_helpers import bench
+
+PNG = {
+    "output_type": "display_data",
+    "metadata": {},
+    "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"},
+}
+FIGURE_META = {
+    "mystnb": {
+        "figure": {"caption": "What it shows.", "name": "fig-01-x"},
+        "image": {"alt": "A line rising."},
+    }
+}
+
+
+def audit(make_notebook, cells, **kw):
+    return audit_notebooks.audit_notebook(make_notebook("01_x.ipynb", ["# 01 · X"] + cells), **kw)
+
+
+def code(source="x = 1", outputs=("1\n",), **kw):
+    return {"source": source, "outputs": list(outputs), **kw}
+
+
+def test_verdict_words_are_bench_verdicts():
+    assert audit_notebooks.VERDICT_WORDS == bench.VERDICTS
+
+
+def test_a_clean_notebook_has_no_problems(make_notebook):
+    a = audit(
+        make_notebook,
+        [
+            code(),
+            code("assert True\nprint(2)", ["2\n"]),
+            code("plot()", [PNG], tags=["nbval-ignore-output"], metadata=FIGURE_META),
+            code("y = 2", []),
+            code("z", ["3\n"]),
+            code("w", ["4\n"]),
+        ],
+    )
+    assert a.problems == []
+    assert (a.code, a.with_output, a.compared, a.ignored, a.asserts, a.figures) == (
+        6,
+        5,
+        4,
+        1,
+        1,
+        1,
+    )
+    assert a.share == pytest.approx(0.8)
+
+
+def test_execution_order_and_unexecuted_cells(make_notebook):
+    a = audit(make_notebook, [code(count=1), code(count=3), code(count=None)])
+    assert a.problems == [
+        "cell 2: execution_count 3, expected 2 (run top to bottom)",
+        "cell 3: never executed",
+    ]
+
+
+def test_skipped_cells_are_not_counted(make_notebook):
+    a = audit(make_notebook, [code(count=1), code(count=None, tags=["nbval-skip"]), code(count=2)])
+    assert a.problems == [] and a.skipped == 1 and a.code == 3
+
+
+def test_stored_errors_unless_expected(make_notebook):
+    err = {"output_type": "error", "ename": "ValueError", "evalue": "bad\nmore", "traceback": []}
+    a = audit(make_notebook, [code(outputs=[err]), code(outputs=[err], tags=["raises-exception"])])
+    assert a.problems == ["cell 1: stored error ValueError: bad"]
+
+
+def test_share_of_outputs_compared(make_notebook):
+    cells = [code(), code(tags=["nbval-ignore-output"]), code("# NBVAL_IGNORE_OUTPUT\nx")]
+    a = audit(make_notebook, cells)
+    assert (a.compared, a.with_output) == (1, 3)
+    assert "1 of 3 outputs compared (33%), needs 80%" in a.problems
+    assert audit(make_notebook, cells, min_compared=0.3).problems[-1].startswith("cell 3:")
+
+
+def test_comment_markers_are_problems(make_notebook):
+    a = audit(
+        make_notebook,
+        [
+            code("# NBVAL_IGNORE_OUTPUT\nx"),
+            code("  ## NBVAL_SKIP\ny"),
+            code("x  # see NBVAL_IGNORE_OUTPUT docs", ["1\n"]),
+        ],
+    )
+    assert [p.split(":")[0] for p in a.problems if "marker" in p] == ["cell 1", "cell 2"]
+    assert "'# NBVAL_IGNORE_OUTPUT' shows on the page" in a.problems[0]
+
+
+@pytest.mark.parametrize(
+    "meta, missing",
+    [
+        ({}, "mystnb.figure.caption, mystnb.image.alt"),
+        ({"mystnb": {"figure": {"caption": "c"}}}, "mystnb.image.alt"),
+        ({"mystnb": {"figure": {"caption": " "}, "image": {"alt": "a"}}}, "mystnb.figure.caption"),
+        ({"mystnb": "nonsense"}, "mystnb.figure.caption, mystnb.image.alt"),
+    ],
+)
+def test_figures_need_caption_and_alt(make_notebook, meta, missing):
+    a = audit(make_notebook, [code("plot()", [PNG], metadata=meta)] + [code()] * 4)
+    assert a.problems == [f"cell 1: figure without {missing}"]
+
+
+def test_long_verdict_lines(make_notebook):
+    short = "FASTER 1.22x [1.15-1.31] conv+BN fusion (cpu, 2 threads)\n"
+    long = "SLOWER 0.50x [0.40-0.60] " + "x" * 80 + " (cpu, 2 threads)\n"
+    a = audit(
+        make_notebook,
+        [
+            code(outputs=[short]),
+            code(outputs=[long]),
+            code(outputs=["FASTER is a word, " + "y" * 100 + "\n"]),
+        ],
+    )
+    assert len(a.problems) == 1
+    assert a.problems[0].startswith("cell 2: verdict line of 122 characters (keep it under 100)")
+
+
+def test_machine_paths(make_notebook):
+    a = audit(make_notebook, [code(outputs=["saved to /tmp/abc/x.pt\n"])])
+    assert a.problems == ["cell 1: machine path in output near '/tmp/'"]
+
+
+def test_unreadable_notebook(tmp_path):
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text("{")
+    assert audit_notebooks.audit_notebook(bad).problems[0].startswith("not a readable notebook")
+
+
+def test_main_reports_unlisted_notebooks_and_exit_codes(tmp_book, make_notebook, capsys):
+    root = tmp_book({"01_a": ["# 01 · A", code()]})
+    assert audit_notebooks.main([], root=root) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == (
+        "audit: 1 notebooks, 1 code cells, 1/1 outputs compared "
+        "(100%; each notebook needs 80%), 0 asserts, 0 figures, "
+        "0 problems"
+    )
+    make_notebook(root / "book" / "99_draft.ipynb", ["# 99 · Draft"])
+    assert audit_notebooks.main([], root=root) == 1
+    assert (
+        "PROBLEM 99_draft.ipynb: under book/ but not listed in _toc.yml" in capsys.readouterr().out
+    )
+    assert audit_notebooks.main([str(root / "book" / "missing.ipynb")], root=root) == 1

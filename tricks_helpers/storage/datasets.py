@@ -1,0 +1,179 @@
+"""Datasets over a store: the two rules of loading data with workers (introduced in chapter 03).
+
+Chapter 03 prints this module's two key methods. The rest of :mod:`tricks_helpers.storage` is
+plumbing (formats, checksums, atomic writes); the lesson is here:
+
+1. **Open file handles lazily, once per process.** A DataLoader copies the dataset into each
+   worker (by ``fork`` or by pickling). An LMDB environment or an HDF5 file opened in the parent
+   must not be used in a worker, so :meth:`StoreReading._read` opens a reader on first use in
+   each process, and :meth:`StoreReading.__getstate__` never hands one over.
+2. **Split an IterableDataset between workers.** Every worker runs ``__iter__`` on its own copy:
+   without a split each record would come ``num_workers`` times. :meth:`StoreIterableDataset.
+   __iter__` asks :func:`torch.utils.data.get_worker_info` which worker it is and keeps its
+   share: whole tar shards when there are at least as many shards as workers (each worker then
+   reads its files front to back), single records otherwise. No record is lost or repeated.
+
+``check=True`` (the default) compares every value read with its SHA-256 in the manifest: one
+hash per sample, a small cost next to decoding an image (chapter 03 measures it), and a
+damaged file then raises :class:`~tricks_helpers.storage.CorruptRecordError` instead of
+handing wrong bytes to training. The datasets do not hash whole files when they open: run
+:func:`~tricks_helpers.storage.verify` on a store you copied or suspect.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from tricks_helpers._checks import check_bool, check_callable, check_int
+from tricks_helpers.storage.manifest import checked, open_store
+from tricks_helpers.storage.reading import reader
+
+__all__ = ["StoreDataset", "StoreIterableDataset", "StoreReading", "key_and_value"]
+
+
+def key_and_value(key: str, value: bytes) -> tuple[str, bytes]:
+    """The default transform: a record as it is stored."""
+    return key, value
+
+
+class StoreReading:
+    """What both datasets share: the checked manifest and one reader per process (rule 1)."""
+
+    def __init__(
+        self,
+        where: str,
+        path: str | os.PathLike,
+        transform: Callable[[str, bytes], Any] | None,
+        check: bool,
+    ):
+        self.store = open_store(path, where)  # reads the manifest only: no file is opened
+        self.transform = (
+            key_and_value if transform is None else check_callable(where, "transform", transform)
+        )
+        self.check = check_bool(where, "check", check)
+        self._reader, self._pid = None, None
+
+    def _read(self, index: int) -> Any:
+        if self._reader is None or self._pid != os.getpid():  # first use in this process
+            self._reader, self._pid = reader(self.store), os.getpid()
+        value = self._reader.get(index)
+        if self.check:
+            checked(self.store, index, value)  # one SHA-256 of the value
+        return self.transform(self.store.keys[index], value)
+
+    def __getstate__(self) -> dict:  # what a worker receives: never an open handle
+        return {**self.__dict__, "_reader": None, "_pid": None}
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    @property
+    def handle_open(self) -> bool:
+        """Whether this process has opened its own reader (for teaching and tests)."""
+        return self._reader is not None and self._pid == os.getpid()
+
+
+class StoreDataset(StoreReading, Dataset):
+    """Map-style dataset: ``ds[i]`` is ``transform(key, value)`` of record ``i``.
+
+    Args:
+        path: a store directory written by :func:`tricks_helpers.storage.write`.
+        transform: ``f(key, value) -> sample``; default returns ``(key, value)``.
+        check: compare each value with its SHA-256 (default True).
+
+    Raises:
+        TypeError: wrong argument types. StorageError: ``path`` is not a store.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        transform: Callable[[str, bytes], Any] | None = None,
+        *,
+        check: bool = True,
+    ):
+        super().__init__("StoreDataset", path, transform, check)
+
+    def __getitem__(self, index: int) -> Any:
+        return self._read(self.store.position("StoreDataset", index))
+
+
+class StoreIterableDataset(StoreReading, IterableDataset):
+    """Iterable dataset that splits the records between DataLoader workers (rule 2).
+
+    With ``shuffle=True`` the shard order (tar) or record order (other formats) is permuted
+    with a generator seeded by ``(seed, epoch)``, identically in every worker, before the split;
+    tar samples then pass through a shuffle buffer of ``shuffle_buffer`` samples per worker
+    (reads stay front to back). Call :meth:`set_epoch` before each epoch; persistent workers
+    keep the epoch they started with.
+
+    Args:
+        path: a store directory written by :func:`tricks_helpers.storage.write`.
+        transform: ``f(key, value) -> sample``; default returns ``(key, value)``.
+        shuffle: shuffle as described above.
+        shuffle_buffer: samples in the tar shuffle buffer (>= 1).
+        seed: base seed of the shuffles, in ``[0, 2**63)``.
+        check: compare each value with its SHA-256 (default True).
+
+    Raises:
+        TypeError: wrong argument types. ValueError: out-of-range buffer or seed.
+        StorageError: ``path`` is not a store.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        transform: Callable[[str, bytes], Any] | None = None,
+        *,
+        shuffle: bool = False,
+        shuffle_buffer: int = 256,
+        seed: int = 0,
+        check: bool = True,
+    ):
+        where = "StoreIterableDataset"
+        self.shuffle = check_bool(where, "shuffle", shuffle)
+        self.shuffle_buffer = check_int(where, "shuffle_buffer", shuffle_buffer, minimum=1)
+        self.seed = check_int(where, "seed", seed, minimum=0, maximum=2**63 - 1)
+        self.epoch = 0
+        super().__init__(where, path, transform, check)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch (>= 0) that seeds the next iteration's shuffle."""
+        self.epoch = check_int("set_epoch", "epoch", epoch, minimum=0)
+
+    def __iter__(self) -> Iterator[Any]:
+        info = get_worker_info()  # None in the main process
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        rng = np.random.default_rng([self.seed, self.epoch])  # the same in every worker
+        shards = self.store.shard_members()  # tar: record indices of each shard
+        if len(shards) >= workers:  # whole shards per worker
+            order = rng.permutation(len(shards)) if self.shuffle else range(len(shards))
+            mine = [i for s in list(order)[worker::workers] for i in shards[s]]
+        else:  # record by record
+            order = rng.permutation(len(self)) if self.shuffle else range(len(self))
+            mine = list(order)[worker::workers]
+        samples = (self._read(int(i)) for i in mine)
+        if self.shuffle and shards:
+            samples = buffer_shuffle(
+                samples, self.shuffle_buffer, np.random.default_rng([self.seed, self.epoch, worker])
+            )
+        yield from samples
+
+
+def buffer_shuffle(items: Iterable, size: int, rng: np.random.Generator) -> Iterator:
+    """Shuffle a stream with a buffer of ``size`` items (each item is yielded once)."""
+    buf: list = []
+    for item in items:
+        if len(buf) < size:
+            buf.append(item)
+            continue
+        j = int(rng.integers(len(buf)))
+        buf[j], item = item, buf[j]
+        yield item
+    rng.shuffle(buf)
+    yield from buf
