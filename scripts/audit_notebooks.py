@@ -16,7 +16,11 @@ on what makes a stored book untrustworthy or a page unreadable:
 - a verdict line (``FASTER 1.22x [1.15-1.31] ...``) of 100 characters or more: the verdict
   must stay visible on the page;
 - a path of the machine that ran it in an output (``/tmp/...``, ``site-packages/``...);
-- a notebook under ``book/`` that ``_toc.yml`` does not list.
+- a notebook under ``book/`` that ``_toc.yml`` does not list;
+- a helper import in any other form than the one (rule ``one-import-form``): a chapter
+  imports helpers only as ``from tricks_helpers import a, b, c``, once, in its set-up cell;
+  no ``from tricks_helpers.x import y``, no ``import tricks_helpers[.x]``, no alias
+  (``quantization as qz``), no second import of the package in a later cell.
 
 Only the standard library and this repository's scripts are used.
 """
@@ -43,6 +47,13 @@ _MACHINE_PATH = re.compile(
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
+_HELPER_FROM = re.compile(
+    r"^[ \t]*from[ \t]+tricks_helpers\b(?P<sub>\.[\w.]+)?[ \t]+import[ \t]+"
+    r"(?P<names>\([^)]*\)|[^\n]*)",
+    re.M,
+)
+_HELPER_IMPORT = re.compile(r"^[ \t]*import[ \t]+[^\n]*\btricks_helpers\b[^\n]*", re.M)
+ONE_IMPORT_FORM = "one-import-form: `from tricks_helpers import a, b`, once, in the set-up cell"
 _COMMENT_TAGS = {  # nbval's comment markers, as the tag that means the same
     "NBVAL_IGNORE_OUTPUT": {"nbval-ignore-output"},
     "PYTEST_VALIDATE_IGNORE_OUTPUT": {"nbval-ignore-output"},
@@ -99,6 +110,30 @@ def _figure_problem(meta: dict) -> str:
     return ", ".join(missing)
 
 
+def import_problems(cell: int, src: str, seen: int | None) -> list[str]:
+    """What breaks the one import form in one cell's source (``seen``: cell of the first import).
+
+    Returns:
+        One message per offending statement, naming the rule ``one-import-form``.
+    """
+    problems = []
+    for m in _HELPER_FROM.finditer(src):
+        statement = " ".join(m.group(0).split())
+        if m.group("sub"):
+            problems.append(f"cell {cell}: {statement!r} breaks {ONE_IMPORT_FORM}")
+        elif re.search(r"\bas\b", m.group("names")):
+            problems.append(f"cell {cell}: alias in {statement!r} breaks {ONE_IMPORT_FORM}")
+        elif seen is not None:
+            problems.append(
+                f"cell {cell}: second import of the package (first in cell {seen}) "
+                f"breaks {ONE_IMPORT_FORM}"
+            )
+        seen = cell if seen is None else seen
+    for m in _HELPER_IMPORT.finditer(src):
+        problems.append(f"cell {cell}: {m.group(0).strip()!r} breaks {ONE_IMPORT_FORM}")
+    return problems
+
+
 def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
     """Audit one stored notebook (see the module docstring for the rules)."""
     result = Audit(path.name)
@@ -109,12 +144,16 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
         result.problems.append(f"not a readable notebook ({exc})")
         return result
     expected = 1
+    first_import: int | None = None
     for i, cell in enumerate(cells):
         if cell.get("cell_type") != "code":
             continue
         src = _text(cell.get("source"))
         if not src.strip():
             continue
+        result.problems += import_problems(i, src, first_import)
+        if first_import is None and _HELPER_FROM.search(src):
+            first_import = i
         meta = cell.get("metadata", {})
         tags = set(meta.get("tags", []))
         result.code += 1

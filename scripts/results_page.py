@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
+from tricks_helpers import charts
 from tricks_helpers.bench import NOISE_THRESHOLD, VERDICT_LINE_RE, VERDICTS, fmt_ratio
 
 PAGE_NAME = "results.md"
@@ -216,90 +217,23 @@ def _plain_title(title: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-_STYLE = {  # verdict -> (colour, marker): distinguishable without colour too
-    "FASTER": ("#1b7837", "o"),
-    "SLOWER": ("#b2182b", "s"),
-    "NO CLEAR DIFFERENCE": ("#636363", "D"),
-}
-
-
 def render_chart(chapters: list[Chapter], path: Path) -> None:
-    """Draw every row's speed-up and interval, grouped by chapter, into an SVG at ``path``."""
+    """Draw every row's speed-up and interval, grouped by chapter, into an SVG at ``path``.
+
+    The drawing is :func:`tricks_helpers.charts.speedup_chart`, the chart the chapters use.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-    rows = chart_data(chapters)
-    groups = [ch for ch in chapters if ch.rows]
-    height = 1.4 + 0.26 * len(rows) + 0.32 * len(groups)
+    groups = {
+        _plain_title(ch.title): [(r.label, r.ratio, r.lo, r.hi, r.verdict) for r in ch.rows]
+        for ch in chapters
+        if ch.rows
+    }
     with plt.rc_context({"svg.hashsalt": "results-page", "svg.fonttype": "none", "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(7.5, height))
-        y, ticks, labels = 0.0, [], []
-        for ch in groups:
-            y -= 0.5
-            ax.text(
-                0.005,
-                y,
-                _plain_title(ch.title),
-                transform=ax.get_yaxis_transform(),
-                ha="left",
-                va="center",
-                fontweight="bold",
-                zorder=5,
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
-            )
-            y -= 0.8
-            for r in ch.rows:
-                colour, marker = _STYLE[r.verdict]
-                ax.errorbar(
-                    [r.ratio],
-                    [y],
-                    xerr=[[r.ratio - r.lo], [r.hi - r.ratio]],
-                    fmt=marker,
-                    color=colour,
-                    ecolor=colour,
-                    capsize=3,
-                    markersize=5,
-                )
-                ticks.append(y)
-                labels.append(r.label if len(r.label) <= 48 else r.label[:47] + "…")
-                y -= 1.0
-        ax.set_xscale("log")
-        lo = min([r["lo"] for r in rows] + [1 / NOISE_THRESHOLD]) / 1.3
-        hi = max([r["hi"] for r in rows] + [NOISE_THRESHOLD]) * 1.3
-        ax.set_xlim(lo, hi)
-        steps = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]
-        xticks = [t for t in steps if lo <= t <= hi]
-        if hi / lo < 20:  # a narrow range: label the threshold lines too
-            xticks = sorted(set(xticks) | {NOISE_THRESHOLD, 1 / NOISE_THRESHOLD})
-        ax.xaxis.set_major_locator(FixedLocator(xticks))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:.2g}x"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.axvline(1.0, color="black", linewidth=1.0)
-        for x in (NOISE_THRESHOLD, 1 / NOISE_THRESHOLD):
-            ax.axvline(x, color="black", linewidth=0.8, linestyle="--")
-        ax.set_yticks(ticks, labels)
-        ax.set_ylim(y + 0.3, 0.0)
-        ax.set_xlabel(
-            f"speed-up (baseline time / trick time), log scale; dashed: noise "
-            f"threshold {NOISE_THRESHOLD:g}x and 1/{NOISE_THRESHOLD:g}x"
-        )
-        handles = [
-            plt.Line2D([], [], color=c, marker=m, linestyle="", label=v)
-            for v, (c, m) in _STYLE.items()
-        ]
-        ax.legend(
-            handles=handles,
-            loc="lower center",
-            bbox_to_anchor=(0.5, 1.0),
-            ncol=3,
-            fontsize=8,
-            frameon=False,
-        )
-        ax.grid(axis="x", which="both", alpha=0.3)
-        fig.tight_layout()
+        fig = charts.speedup_chart(groups, threshold=NOISE_THRESHOLD)
         fig.savefig(
             path,
             format="svg",

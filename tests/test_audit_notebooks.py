@@ -151,3 +151,42 @@ def test_main_reports_unlisted_notebooks_and_exit_codes(tmp_book, make_notebook,
         "PROBLEM 99_draft.ipynb: under book/ but not listed in _toc.yml" in capsys.readouterr().out
     )
     assert audit_notebooks.main([str(root / "book" / "missing.ipynb")], root=root) == 1
+
+
+SETUP = "import torch\n\nfrom tricks_helpers import bench, env, notebook\n"
+
+
+def import_problems(make_notebook, *sources):
+    a = audit(make_notebook, [code(s, [], count=i + 1) for i, s in enumerate(sources)])
+    return [p for p in a.problems if "one-import-form" in p]
+
+
+def test_one_import_form_passes_the_set_up_import(make_notebook):
+    multi = "from tricks_helpers import (\n    bench,\n    env,\n)\n"
+    assert import_problems(make_notebook, SETUP, "x = 1") == []
+    assert import_problems(make_notebook, multi, "print('tricks_helpers.ddp_train')") == []
+
+
+@pytest.mark.parametrize(
+    "source, what",
+    [
+        ("from tricks_helpers.notebook import show_error", "'from tricks_helpers.notebook"),
+        ("from tricks_helpers.storage.writing import write", "'from tricks_helpers.storage."),
+        ("import tricks_helpers.fusion", "'import tricks_helpers.fusion'"),
+        ("import tricks_helpers", "'import tricks_helpers'"),
+        ("from tricks_helpers import bench, quantization as qz", "alias in"),
+        ("from tricks_helpers import (\n    bench,\n    fusion as fu,\n)", "alias in"),
+    ],
+)
+def test_one_import_form_fails_other_forms(make_notebook, source, what):
+    problems = import_problems(make_notebook, source)
+    assert len(problems) == 1
+    assert what in problems[0] and problems[0].startswith("cell 1: ")
+
+
+def test_one_import_form_fails_a_second_import_in_a_later_cell(make_notebook):
+    problems = import_problems(make_notebook, SETUP, "x = 1", "from tricks_helpers import storage")
+    assert problems == [
+        "cell 3: second import of the package (first in cell 1) breaks one-import-form: "
+        "`from tricks_helpers import a, b`, once, in the set-up cell"
+    ]

@@ -1,0 +1,232 @@
+"""The book's one chart: speed-ups with their intervals, on a log scale (chapters 04-07, results).
+
+Every measured speed-up in the book is drawn the same way: one row per comparison, the median
+per-round ratio as a marker, its confidence interval as an error bar, on a log axis (2x faster
+and 2x slower are equally far from 1), with 1.0 drawn solid and the noise threshold and its
+inverse dashed, so a reader sees the verdict rule (:func:`tricks_helpers.verdicts.decide`)
+beside the data. Markers and colours say the verdict (readable without colour too). Rows may be
+grouped under titles drawn inside the figure (a chapter, a batch size, a series of widths).
+
+Figures are not compared by nbval: a page prints or asserts every claim a chart shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tricks_helpers._checks import check_number, check_type
+from tricks_helpers.verdicts import (
+    FASTER,
+    NO_CLEAR_DIFFERENCE,
+    NOISE_THRESHOLD,
+    SLOWER,
+    VERDICTS,
+    Comparison,
+    decide,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["SpeedupRow", "speedup_rows", "speedup_chart", "VERDICT_STYLE"]
+
+#: verdict -> (colour, marker): distinguishable without colour too.
+VERDICT_STYLE = {
+    FASTER: ("#1b7837", "o"),
+    SLOWER: ("#b2182b", "s"),
+    NO_CLEAR_DIFFERENCE: ("#636363", "D"),
+}
+_MAX_LABEL = 48  # characters of a row label before it is cut with "…"
+
+
+@dataclass(frozen=True)
+class SpeedupRow:
+    """One plotted speed-up: ``ratio`` inside ``[lo, hi]``, all positive, and its verdict."""
+
+    label: str
+    ratio: float
+    lo: float
+    hi: float
+    verdict: str
+
+
+def _row(where: str, item: Any, label: str | None, threshold: float) -> SpeedupRow:
+    if isinstance(item, Comparison):
+        lo, hi = item.interval
+        return SpeedupRow(label or item.label, item.ratio, lo, hi, item.verdict)
+    check_type(where, "row", item, (tuple, list))
+    if len(item) not in (4, 5):
+        raise ValueError(
+            f"{where}: a row is (label, ratio, low, high[, verdict]), got {len(item)} items"
+        )
+    name, *numbers = item[:4]
+    check_type(where, "row label", name, str)
+    ratio, lo, hi = (check_number(where, f"{name!r} ratio", v, minimum=0.0) for v in numbers)
+    if min(ratio, lo, hi) <= 0 or not lo <= ratio <= hi:
+        raise ValueError(
+            f"{where}: row {name!r} needs 0 < low <= ratio <= high, got {lo}, {ratio}, {hi}"
+        )
+    verdict = item[4] if len(item) == 5 else decide(lo, hi, threshold)
+    if verdict not in VERDICTS:
+        raise ValueError(f"{where}: row {name!r} has verdict {verdict!r}, not one of {VERDICTS}")
+    return SpeedupRow(name, ratio, lo, hi, verdict)
+
+
+def speedup_rows(
+    rows: Mapping[str, Comparison] | Iterable[Comparison | tuple],
+    threshold: float = NOISE_THRESHOLD,
+) -> list[SpeedupRow]:
+    """Normalise comparisons or ``(label, ratio, low, high[, verdict])`` tuples to rows.
+
+    A mapping's keys are the labels; a tuple without a verdict gets :func:`decide`'s.
+
+    Raises:
+        TypeError: on a row that is neither a Comparison nor a tuple.
+        ValueError: on a malformed row (non-positive numbers, ratio outside its interval,
+            unknown verdict) or no rows at all.
+    """
+    where = "speedup_rows"
+    if isinstance(rows, Mapping):
+        out = [
+            _row(where, c, check_type(where, "label", k, str), threshold) for k, c in rows.items()
+        ]
+    elif isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise TypeError(f"{where}: rows must be comparisons or tuples, got {type(rows).__name__}")
+    else:
+        out = [_row(where, r, None, threshold) for r in rows]
+    if not out:
+        raise ValueError(f"{where}: no rows to draw")
+    return out
+
+
+def _groups(data: Any, threshold: float) -> list[tuple[str, list[SpeedupRow]]]:
+    """``{title: rows}`` -> titled groups; plain rows (or ``{label: Comparison}``) -> one group."""
+    if isinstance(data, Mapping) and not all(isinstance(v, Comparison) for v in data.values()):
+        return [
+            (check_type("speedup_chart", "group title", t, str), speedup_rows(r, threshold))
+            for t, r in data.items()
+        ]
+    return [("", speedup_rows(data, threshold))]
+
+
+def speedup_chart(
+    data: Mapping[str, Any] | Iterable[Comparison | tuple],
+    *,
+    title: str = "",
+    xlabel: str = "speed-up (baseline time / trick time), log scale",
+    threshold: float = NOISE_THRESHOLD,
+    references: Mapping[str, float] | None = None,
+    reference_label: str = "expected",
+    width: float = 7.5,
+) -> Figure:
+    """Draw speed-ups with their intervals, one row each, optionally under group titles.
+
+    Args:
+        data: rows (comparisons, ``{label: comparison}``, or ``(label, ratio, low, high[,
+            verdict])`` tuples) or ``{group title: rows}``; drawn top to bottom in order.
+        title: a title above the chart.
+        xlabel: the x axis label (the dashed threshold lines are named after it).
+        threshold: the noise threshold drawn dashed, with its inverse.
+        references: optional ``{row label: value}`` drawn as hollow markers (e.g. what a FLOP
+            count predicts), named ``reference_label`` in the legend.
+        reference_label: the legend entry of ``references``.
+        width: figure width in inches (the height follows the number of rows).
+
+    Returns:
+        The matplotlib figure (created with pyplot: ``plt.show()`` shows it, ``plt.close``
+        frees it). Its one axes holds one error bar container per row.
+
+    Raises:
+        TypeError, ValueError: as :func:`speedup_rows`; a threshold not above 1; a reference
+            that is not positive or names no row.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    threshold = check_number("speedup_chart", "threshold", threshold)
+    if threshold <= 1:
+        raise ValueError(f"speedup_chart: threshold must be above 1, got {threshold}")
+    groups = _groups(data, threshold)
+    rows = [r for _, g in groups for r in g]
+    references = dict(references or {})
+    for name, value in references.items():
+        check_number("speedup_chart", f"reference {name!r}", value, minimum=0.0)
+        if value <= 0 or name not in {r.label for r in rows}:
+            raise ValueError(f"speedup_chart: reference {name!r} must be > 0 and name a row")
+    titled = sum(1 for t, _ in groups if t)
+    fig, ax = plt.subplots(figsize=(width, 1.4 + 0.26 * len(rows) + 0.32 * titled))
+    y, ticks, labels = 0.0, [], []
+    for group_title, group in groups:
+        if group_title:
+            y -= 0.5
+            ax.text(
+                0.005,
+                y,
+                group_title,
+                transform=ax.get_yaxis_transform(),
+                ha="left",
+                va="center",
+                fontweight="bold",
+                zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+            )
+            y -= 0.8
+        else:
+            y -= 0.7
+        for r in group:
+            colour, marker = VERDICT_STYLE[r.verdict]
+            ax.errorbar(
+                [r.ratio],
+                [y],
+                xerr=[[r.ratio - r.lo], [r.hi - r.ratio]],
+                fmt=marker,
+                color=colour,
+                ecolor=colour,
+                capsize=3,
+                markersize=5,
+            )
+            if r.label in references:
+                ax.plot([references[r.label]], [y], "x", color="black", markersize=6)
+            ticks.append(y)
+            labels.append(r.label if len(r.label) <= _MAX_LABEL else r.label[:47] + "…")
+            y -= 1.0
+    lo = min([r.lo for r in rows] + [1 / threshold] + list(references.values())) / 1.3
+    hi = max([r.hi for r in rows] + [threshold] + list(references.values())) * 1.3
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    steps = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]
+    xticks = [t for t in steps if lo <= t <= hi]
+    if hi / lo < 20:  # a narrow range: label the threshold lines too
+        xticks = sorted(set(xticks) | {threshold, 1 / threshold})
+    ax.xaxis.set_major_locator(FixedLocator(xticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:.2g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.axvline(1.0, color="black", linewidth=1.0)
+    for x in (threshold, 1 / threshold):
+        ax.axvline(x, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yticks(ticks, labels)
+    ax.set_ylim(y + 0.3, 0.0)
+    ax.set_xlabel(f"{xlabel}; dashed: noise threshold {threshold:g}x and 1/{threshold:g}x")
+    handles = [
+        plt.Line2D([], [], color=c, marker=m, linestyle="", label=v)
+        for v, (c, m) in VERDICT_STYLE.items()
+    ]
+    if references:
+        handles.append(
+            plt.Line2D([], [], color="black", marker="x", linestyle="", label=reference_label)
+        )
+    ax.legend(
+        handles=handles,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+    )
+    if title:
+        ax.set_title(title, pad=22)
+    ax.grid(axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
