@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.memory (chapter 05)."""
+"""Tests of tricks_helpers.memory.sizes (chapter 05): exact byte counts."""
 
 import pytest
 import torch

@@ -16,7 +16,8 @@ speed-ups without exponents (:func:`fmt_ratio`), so the repository's sanitize fi
 exactly them and the verdict words; :data:`VERDICT_LINE_RE` reads a printed verdict line back
 (the results page). :class:`Measurement`, :class:`Comparison` and :class:`ManyComparison`
 hold what was timed; :func:`table` prints comparisons side by side.
-:mod:`tricks_helpers.bench` does the timing and re-exports every name of this module.
+:mod:`tricks_helpers.bench.timing` does the timing; :mod:`tricks_helpers.bench` hands on the
+names of both.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@
   and free it makes, so the numbers are exact for a given sequence of operators.
 
 Importing this module changes no global state: the profiler is active only inside the call
-and stopped on exit, even when ``fn`` raises. :mod:`tricks_helpers.memory` re-exports these
-names.
+and stopped on exit, even when ``fn`` raises. :mod:`tricks_helpers.memory` hands these names
+on.
 """
 
 from __future__ import annotations
