@@ -263,3 +263,44 @@ def test_compare_on_cuda_synchronizes():
         "cuda matmul", lambda: x @ x, lambda: x @ x, repeats=3, device="cuda", show=False
     )
     assert c.device == "cuda" and c.baseline.median > 0
+
+
+@pytest.mark.parametrize(
+    "check",
+    [torch.equal, torch.allclose, lambda a, b: torch.tensor(False), lambda a, b: False],
+    ids=["torch.equal", "torch.allclose", "0-dim False tensor", "False"],
+)
+def test_compare_check_callable_returning_false_fails(check):
+    with pytest.raises(AssertionError, match="do not compute the same thing.*returned False"):
+        bench.compare("differ", lambda: torch.ones(3), lambda: torch.zeros(3), check=check)
+
+
+def test_compare_check_callable_returning_true_or_none_passes():
+    for check in (torch.equal, torch.allclose, lambda a, b: None, lambda a, b: torch.tensor(True)):
+        c = bench.compare(
+            "same", lambda: torch.ones(3), lambda: torch.ones(3), check=check, repeats=1, show=False
+        )
+        assert c.checked
+
+
+def test_compare_check_callable_returning_a_non_bool_is_a_type_error():
+    with pytest.raises(TypeError, match="check returned a \\(3,\\) torch.bool tensor"):
+        bench.compare("eq", lambda: torch.ones(3), lambda: torch.ones(3), check=torch.eq)
+    with pytest.raises(TypeError, match="check returned float"):
+        bench.compare("diff", lambda: 1.0, lambda: 1.0, check=lambda a, b: abs(a - b))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: bench.compare("frozen", lambda: 1, lambda: 2, repeats=3, show=False),
+        lambda: bench.measure(lambda: 1, repeats=2),
+        lambda: bench.compare_many("frozen", {"a": lambda: 1, "b": lambda: 2}, rounds=2),
+    ],
+    ids=["compare", "measure", "compare_many"],
+)
+def test_frozen_clock_is_refused_not_an_infinite_speed_up(monkeypatch, capsys, call):
+    monkeypatch.setattr(time, "perf_counter", lambda: 42.0)
+    with pytest.raises(RuntimeError, match="the clock did not advance"):
+        call()
+    assert "inf" not in capsys.readouterr().out

@@ -1,6 +1,8 @@
 """Tests of tricks_helpers.bench.verdicts: intervals, verdicts, the printed lines and tables."""
 
 import math
+import random
+import time
 
 import pytest
 
@@ -122,3 +124,81 @@ def test_fmt_time_units_and_errors():
         bench.fmt_time(-1.0)
     with pytest.raises(ValueError, match="finite"):
         bench.fmt_time(float("nan"))
+
+
+def _median_interval_reference(values, confidence=bench.CONFIDENCE):
+    """The quadratic implementation this module had before issue 24, kept as the oracle."""
+    xs = sorted(values)
+    n = len(xs)
+
+    def cdf(k):
+        return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+
+    k = 1
+    while k < n // 2 and 1 - 2 * cdf(k) >= confidence:
+        k += 1
+    return xs[k - 1], xs[n - k]
+
+
+def test_median_interval_matches_the_reference_on_random_inputs():
+    rng = random.Random(24)
+    for _ in range(400):
+        n = rng.randint(1, 50)
+        values = [rng.lognormvariate(0, 0.3) for _ in range(n)]
+        if rng.random() < 0.3:
+            values = [round(v, 1) for v in values]  # ties
+        confidence = rng.choice([0.5, 0.8, 0.9, 0.95, 0.99, rng.uniform(0.01, 0.999)])
+        assert bench.median_interval(values, confidence) == _median_interval_reference(
+            values, confidence
+        ), (n, confidence)
+
+
+def test_median_interval_matches_the_reference_at_a_few_large_sizes():
+    rng = random.Random(7)
+    for n in (200, 513):
+        values = [rng.random() for _ in range(n)]
+        assert bench.median_interval(values) == _median_interval_reference(values)
+
+
+def test_comparison_from_times_with_10000_rounds_is_fast():
+    rng = random.Random(1)
+    base = [1e-3 * (1 + rng.random()) for _ in range(10_000)]
+    trick = [b / 1.5 for b in base]
+    start = time.perf_counter()
+    c = bench.comparison_from_times("per step", base, trick, show=False)
+    line = c.line()
+    took = time.perf_counter() - start
+    assert line.startswith("FASTER 1.50x [1.50-1.50]")
+    assert took < 2.0, f"took {took:.2f} s"
+
+
+def test_comparison_interval_is_computed_once(monkeypatch):
+    c = fake(ratios=(1.2, 1.3, 1.25, 1.22, 1.28, 1.21))
+    first = c.interval
+    monkeypatch.setattr(
+        bench.verdicts, "median_interval", lambda *a: pytest.fail("interval recomputed")
+    )
+    assert c.interval is first and c.verdict == bench.FASTER and "1.2" in c.speedup_text()
+
+
+def test_median_interval_refuses_nan():
+    with pytest.raises(ValueError, match="values hold NaN"):
+        bench.median_interval([1.0, float("nan"), 2.0])
+
+
+@pytest.mark.parametrize("n", [2001, 2500, 3001, 4096])
+def test_rank_in_floating_point_agrees_with_the_exact_sums_above_2000_values(n):
+    for confidence in (0.5, 0.9, 0.95, 0.99):
+        assert bench.verdicts._rank_float(n, confidence) == bench.verdicts._rank_exact(
+            n, confidence
+        )
+
+
+def test_rank_falls_back_to_exact_sums_near_the_confidence(monkeypatch):
+    monkeypatch.setattr(bench.verdicts, "_MARGIN", 1.0)  # every coverage is "too close"
+    bench.verdicts._rank.cache_clear()
+    try:
+        assert bench.verdicts._rank_float(2001, 0.95) is None
+        assert bench.verdicts._rank(2001, 0.95) == bench.verdicts._rank_exact(2001, 0.95)
+    finally:
+        bench.verdicts._rank.cache_clear()

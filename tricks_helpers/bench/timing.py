@@ -7,12 +7,12 @@ prints them. Use the names through the face: ``from tricks_helpers import bench`
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from tricks_helpers._checks import check_callable, check_int, check_number, check_type
@@ -62,13 +62,21 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _time_once(fn: Callable[[], Any], number: int, device: str) -> float:
+def _time_once(where: str, fn: Callable[[], Any], number: int, device: str) -> float:
+    """Seconds per call of ``number`` calls; refuses a clock that did not advance."""
     _sync(device)
     start = time.perf_counter()
     for _ in range(number):
         fn()
     _sync(device)
-    return (time.perf_counter() - start) / number
+    elapsed = time.perf_counter() - start
+    if not elapsed > 0:
+        raise RuntimeError(
+            f"{where}: the clock did not advance while timing ({elapsed!r} s for {number} "
+            f"call(s)): time.perf_counter is frozen or patched, or the calls are shorter than "
+            f"its resolution (raise number=). A time of 0 would make an infinite speed-up."
+        )
+    return elapsed / number
 
 
 def measure(
@@ -94,6 +102,7 @@ def measure(
     Raises:
         TypeError: on a non-callable ``fn`` or non-integer counts.
         ValueError: on counts out of range.
+        RuntimeError: when the clock does not advance during a timing.
     """
     check_callable("measure", "fn", fn)
     _check_counts("measure", repeats, number, warmup)
@@ -101,15 +110,35 @@ def measure(
     for _ in range(warmup):
         fn()
     _sync(dev)
-    return Measurement(tuple(_time_once(fn, number, dev) for _ in range(repeats)), dev)
+    return Measurement(tuple(_time_once("measure", fn, number, dev) for _ in range(repeats)), dev)
+
+
+def _check_result(label: str, result: Any) -> bool:
+    """Whether a check callable's return value says "same": ``None`` and ``True`` do."""
+    if result is None:
+        return True
+    if isinstance(result, torch.Tensor):
+        if result.numel() != 1 or result.dtype != torch.bool:
+            raise TypeError(
+                f"compare: {label!r}: check returned a {tuple(result.shape)} {result.dtype} "
+                f"tensor; return a bool or a one-element bool tensor (torch.equal, "
+                f"torch.allclose), or raise AssertionError"
+            )
+        return bool(result.item())
+    if isinstance(result, (bool, np.bool_)):
+        return bool(result)
+    raise TypeError(
+        f"compare: {label!r}: check returned {type(result).__name__}; return None, a bool or a "
+        f"one-element bool tensor, or raise AssertionError on a mismatch"
+    )
 
 
 def _check_outputs(label: str, a: Any, b: Any, check: bool | Callable[[Any, Any], Any]) -> None:
     try:
         if check is True:
             torch.testing.assert_close(b, a)
-        else:
-            check(a, b)
+        elif not _check_result(label, check(a, b)):
+            raise AssertionError(f"check {getattr(check, '__name__', repr(check))} returned False")
     except AssertionError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise AssertionError(
@@ -158,7 +187,9 @@ def compare(
         device: where they run (default: CUDA when available, else CPU).
         check: compare the outputs of one call of each before timing, as the PyTorch
             benchmark recipe does: ``True`` uses ``torch.testing.assert_close``; a callable
-            ``check(baseline_out, trick_out)`` must raise ``AssertionError`` on a mismatch.
+            ``check(baseline_out, trick_out)`` either raises ``AssertionError`` on a mismatch
+            or returns whether they match (``torch.equal``, ``torch.allclose``: ``False`` or
+            a one-element ``False`` tensor fails; ``None`` passes).
         at_least, at_most: loose physical bounds on the median speed-up, asserted. When the
             bound is missed the whole comparison is measured again, up to ``attempts`` times
             in all; only the last comparison is printed.
@@ -172,6 +203,8 @@ def compare(
         TypeError: on a non-string label, non-callables or non-integer counts.
         ValueError: on an empty label, counts out of range, or bounds that are not positive.
         AssertionError: when ``check`` finds different outputs, or no attempt reaches the bounds.
+        RuntimeError: when the clock does not advance during a timing (a frozen or patched
+            clock): a time of 0 would print an infinite speed-up.
     """
     label = check_label("compare", label)
     check_callable("compare", "baseline", baseline)
@@ -195,14 +228,14 @@ def compare(
         base_t, trick_t, ratios = [], [], []
         for i in range(repeats):
             if i % 2 == 0:
-                b = _time_once(baseline, number, dev)
-                t = _time_once(trick, number, dev)
+                b = _time_once("compare", baseline, number, dev)
+                t = _time_once("compare", trick, number, dev)
             else:
-                t = _time_once(trick, number, dev)
-                b = _time_once(baseline, number, dev)
+                t = _time_once("compare", trick, number, dev)
+                b = _time_once("compare", baseline, number, dev)
             base_t.append(b)
             trick_t.append(t)
-            ratios.append(b / t if t > 0 else math.inf)
+            ratios.append(b / t)
         return Comparison(
             label=label,
             baseline=Measurement(tuple(base_t), dev),
@@ -301,6 +334,7 @@ def compare_many(
     Raises:
         TypeError: on non-callables or non-integer counts.
         ValueError: on fewer than two candidates or counts out of range.
+        RuntimeError: when the clock does not advance during a timing.
     """
     label = check_label("compare_many", label)
     check_type("compare_many", "candidates", candidates, Mapping)
@@ -321,7 +355,7 @@ def compare_many(
         visit = names[:]
         order_rng.shuffle(visit)
         for name in visit:
-            times[name].append(_time_once(candidates[name], number, dev))
+            times[name].append(_time_once("compare_many", candidates[name], number, dev))
     return ManyComparison(
         label=label,
         times={n: tuple(t) for n, t in times.items()},
