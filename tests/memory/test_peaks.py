@@ -103,3 +103,17 @@ def test_cpu_memory_report_sees_a_temporary_and_a_result():
     kept = memory.cpu_memory_report(torch.empty, 1000, dtype=torch.uint8)
     assert kept.peak == kept.retained == 1000 and kept.allocations == 1
     assert "result" not in repr(kept)
+
+
+def test_peak_cpu_bytes_refuses_inside_a_running_profiler():
+    x = torch.randn(64, 64)
+    with torch.profiler.profile() as prof:
+        for _ in range(3):
+            x @ x
+        with pytest.raises(RuntimeError, match="a profiler is already running"):
+            memory.peak_cpu_bytes(lambda: x @ x)
+        with pytest.raises(RuntimeError, match="cannot be nested"):
+            memory.cpu_memory_report(lambda: None)
+    names = [e.name for e in prof.events()]
+    assert names.count("aten::mm") == 3  # the outer profile kept its events
+    assert memory.peak_cpu_bytes(lambda: torch.empty(1000, dtype=torch.uint8)) > 0

@@ -38,6 +38,36 @@ def _is_fake(t: torch.Tensor) -> bool:
     return fake is not None and isinstance(t, fake.FakeTensor)
 
 
+_SPARSE_PARTS = {
+    torch.sparse_coo: ("_indices", "_values"),
+    torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
+    torch.sparse_bsc: ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _pieces(t: torch.Tensor) -> list[torch.Tensor]:
+    """The dense tensors that hold ``t``'s data.
+
+    A sparse tensor holds its indices and values (a sparse gradient of an ``nn.Embedding``
+    over 3 rows holds 3 rows, not the whole table); a tensor subclass that flattens itself
+    (``__tensor_flatten__``: torchao's int8 / int4 weights) holds its inner tensors (the int8
+    payload, scales, zero points), not a tensor of its outer dtype; any other tensor is itself.
+    """
+    parts = _SPARSE_PARTS.get(t.layout)
+    if parts is not None:
+        return [piece for name in parts for piece in _pieces(getattr(t, name)())]
+    if (
+        type(t) not in (torch.Tensor, nn.Parameter)
+        and hasattr(t, "__tensor_flatten__")
+        and not _is_fake(t)
+    ):
+        names, _ = t.__tensor_flatten__()
+        return [piece for name in names for piece in _pieces(getattr(t, name))]
+    return [t]
+
+
 def _storage_key_and_size(t: torch.Tensor) -> tuple[tuple[Any, ...], int]:
     """A key identifying ``t``'s storage and the bytes of that storage.
 
@@ -108,8 +138,9 @@ def saved_tensors_report(
     ignored_alive = []  # keep ignored tensors alive so their storage keys stay unique
     for t in ignore:
         check_type("saved_activation_bytes", "ignore entry", t, torch.Tensor)
-        ignored_alive.append(t)
-        ignored_keys.add(_storage_key_and_size(t)[0])
+        for piece in _pieces(t):
+            ignored_alive.append(piece)
+            ignored_keys.add(_storage_key_and_size(piece)[0])
     seen: dict[tuple[Any, ...], int] = {}
     ignored: dict[tuple[Any, ...], int] = {}
     keep_alive: list[torch.Tensor] = []  # a freed storage's address could be reused mid-call
@@ -118,9 +149,10 @@ def saved_tensors_report(
     def pack(t: torch.Tensor) -> torch.Tensor:
         nonlocal count
         count += 1
-        key, nbytes = _storage_key_and_size(t)
-        (ignored if key in ignored_keys else seen)[key] = nbytes
-        keep_alive.append(t)
+        for piece in _pieces(t):
+            key, nbytes = _storage_key_and_size(piece)
+            (ignored if key in ignored_keys else seen)[key] = nbytes
+            keep_alive.append(piece)
         return t
 
     def unpack(t: torch.Tensor) -> torch.Tensor:
@@ -172,7 +204,9 @@ def tensor_bytes(tensors: Iterable[torch.Tensor | None]) -> int:
     """Bytes of the given tensors' storages, each storage once; ``None`` entries count 0.
 
     Views and tensors sharing memory count once, at the size of the whole storage; meta
-    tensors count the bytes their storage would take.
+    tensors count the bytes their storage would take. A sparse tensor counts its indices and
+    values (what it holds), not its dense size; a tensor subclass that flattens itself
+    (torchao's quantized weights) counts its inner tensors at their own dtypes.
 
     Raises:
         TypeError: on an entry that is neither a tensor nor ``None``.
@@ -184,14 +218,17 @@ def tensor_bytes(tensors: Iterable[torch.Tensor | None]) -> int:
             continue
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"tensor_bytes: expected tensors or None, got {type(t).__name__}")
-        alive.append(t)
-        key, nbytes = _storage_key_and_size(t)
-        seen[key] = nbytes
+        for piece in _pieces(t):
+            alive.append(piece)
+            key, nbytes = _storage_key_and_size(piece)
+            seen[key] = nbytes
     return sum(seen.values())
 
 
 def grad_bytes(model: torch.nn.Module) -> int:
     """Bytes held by the ``.grad`` tensors of ``model``'s parameters (``None`` grads count 0).
+
+    A sparse gradient (``nn.Embedding(..., sparse=True)``) counts its indices and values.
 
     Raises:
         TypeError: if ``model`` is not an ``nn.Module``.
