@@ -202,3 +202,10 @@ def test_rank_falls_back_to_exact_sums_near_the_confidence(monkeypatch):
         assert bench.verdicts._rank(2001, 0.95) == bench.verdicts._rank_exact(2001, 0.95)
     finally:
         bench.verdicts._rank.cache_clear()
+
+
+def test_median_interval_refuses_a_string_and_non_numbers():
+    with pytest.raises(TypeError, match="sequence of numbers"):
+        bench.median_interval("x")  # once returned ('x', 'x')
+    with pytest.raises(TypeError, match="must be numbers"):
+        bench.median_interval([1.0, "2"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -177,11 +178,17 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     milliseconds.
 
     Raises:
+        TypeError: on a string or a value that is not a real number.
         ValueError: on an empty sequence, a confidence outside ``(0, 1)``, or a NaN value
             (NaN has no place in an order, so the interval would depend on where it sits).
     """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"median_interval: values must be a sequence of numbers, got {values!r}")
     if len(values) == 0:
         raise ValueError("median_interval: no values")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"median_interval: values must be numbers, got {v!r}")
     check_number(
         "median_interval", "confidence", confidence, minimum=0.0, maximum=1.0, strict_minimum=True
     )
