@@ -92,3 +92,12 @@ def test_errors():
         Q.kernel_kind("aten::conv2d")
     with pytest.raises(TypeError, match="name must be"):
         Q.kernel_kind(None)
+
+
+def test_weight_bytes_of_a_meta_model_equals_the_real_one():
+    real = Q.transformer_mlp(64)
+    meta = Q.transformer_mlp(64).to("meta")
+    assert Q.weight_bytes(real) == 132_352
+    assert Q.weight_bytes(meta) == 132_352  # 65,536 when meta storages collided at address 0
+    shared = {"a": meta[0].weight, "b": meta[0].weight}
+    assert Q.weight_bytes(shared) == meta[0].weight.numel() * 4

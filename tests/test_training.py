@@ -207,3 +207,17 @@ def test_run_steps_takes_a_loss_that_requires_grad_without_warning(recwarn):
     out = training.run_steps(lambda xb, yb: (xb * w).sum(), X, y, steps=2, batch_size=2)
     assert all(isinstance(v, float) for v in out)
     assert not [r for r in recwarn if "requires_grad" in str(r.message)]
+
+
+@pytest.mark.parametrize("rows", [slice(None), slice(0, 1)], ids=["all rows", "one row"])
+def test_accuracy_refuses_nan_logits(rows):
+    X = torch.zeros(4, 3)
+    y = torch.zeros(4, dtype=torch.long)
+
+    def model(x):
+        out = torch.zeros(len(x), 5)
+        out[rows] = float("nan")
+        return out
+
+    with pytest.raises(ValueError, match="NaN logits in [14] of 4 rows"):
+        training.accuracy(model, X, y)  # argmax of NaN is 0: all-NaN once scored 1.0

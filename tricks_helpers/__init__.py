@@ -3,15 +3,16 @@
 Each submodule has one job and is introduced by one chapter of the book:
 
 - :mod:`tricks_helpers.env`: the environment card every chapter prints, bf16 support (all).
-- :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all);
-  :mod:`tricks_helpers.verdicts`: how a measurement is judged (interval, one threshold) and
-  printed, re-exported by it (all).
+- :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all): a face over
+  :mod:`~tricks_helpers.bench.timing` (the clock, the rounds) and
+  :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).
-- :mod:`tricks_helpers.seeding`: seeding and ``seed_worker`` (01);
-  :mod:`tricks_helpers.rng_walk`: the RNG objects an object holds, re-exported by it (01);
-  :mod:`tricks_helpers.seeding_audit`: the worker-seeding audit, re-exported by it (01).
+- :mod:`tricks_helpers.seeding`: seeding and ``seed_worker`` (01): a face over
+  :mod:`~tricks_helpers.seeding.seeds` (seeds, ``seed_worker``),
+  :mod:`~tricks_helpers.seeding.rng_walk` (the RNG objects an object holds) and
+  :mod:`~tricks_helpers.seeding.audit` (the worker-seeding audit).
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, reproducibility
   checks (02); :mod:`tricks_helpers.bitwise`: bit-for-bit comparison of results (02).
 - :mod:`tricks_helpers.training`: the digits data, a deterministic MLP, a seeded step loop,
@@ -19,7 +20,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
   synthetic image data set (03).
 - :mod:`tricks_helpers.memory`: bytes saved for backward, training-state and state_dict
-  sizes (05, 07, 10); :mod:`tricks_helpers.peak_memory`: CUDA and CPU peaks, re-exported by it (05).
+  sizes, peaks (05, 07, 10): a face over :mod:`~tricks_helpers.memory.sizes` (exact byte counts)
+  and :mod:`~tricks_helpers.memory.peaks` (CUDA and CPU peaks while a call runs).
 - :mod:`tricks_helpers.quantization`: a transformer MLP block, and why a quantized model is
   (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran (07).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
@@ -29,7 +31,8 @@ Each submodule has one job and is introduced by one chapter of the book:
   generates, the oneDNN primitives a call executes (06).
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`, :mod:`tricks_helpers.ddp_check`:
   torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08);
-  :mod:`tricks_helpers.torchrun_cli`: the torchrun command line, re-exported by launch (08).
+  ``launch`` is a face over :mod:`~tricks_helpers.launch.running` (``run_torchrun``) and
+  :mod:`~tricks_helpers.launch.cli` (the torchrun command line).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09);
   :mod:`tricks_helpers.traces`: the trace file it exports, read back as counts and a timeline (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
@@ -37,6 +40,10 @@ Each submodule has one job and is introduced by one chapter of the book:
 
 All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
 ``TypeError``, a wrong value ``ValueError``.
+
+A topic that outgrew one file is a subpackage whose ``__init__`` (its face) hands on the names
+of its modules; every public name has one home, and no module re-exports a sibling's names
+(``tests/test_package_layout.py`` checks it, and that the imports form no loop).
 
 Importing this package, or any submodule, changes no global state: no seeding, no
 backend flags, no warnings filters. Import the submodules explicitly, e.g.

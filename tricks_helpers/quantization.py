@@ -139,6 +139,8 @@ def weight_bytes(model: nn.Module | Mapping[str, Any]) -> int:
 
     Returns:
         The number of bytes, an ``int``. Non-tensor entries (e.g. a stored dtype) count 0.
+        A model on ``device="meta"`` counts the bytes it would take (meta storages are told
+        apart by identity, since all of them report address 0).
 
     Raises:
         TypeError: when ``model`` is neither a module nor a mapping.
@@ -153,13 +155,17 @@ def weight_bytes(model: nn.Module | Mapping[str, Any]) -> int:
             f"{type(model).__name__}"
         )
     seen: dict[tuple[int, int], int] = {}
+    alive = []  # keep each keyed tensor alive, so a storage's identity is not reused
     for value in state.values():
         for t in _plain_tensors(value):
             nbytes = t.numel() * t.element_size()
             if t.is_quantized:  # qint8 & co: no plain untyped storage to key on
                 key = (id(t), 0)
+            elif t.device.type == "meta":  # every meta storage has data_ptr() == 0
+                key = (t.untyped_storage()._cdata, t.storage_offset() * t.element_size())
             else:
                 key = (t.untyped_storage().data_ptr(), t.storage_offset() * t.element_size())
+            alive.append(t)
             seen[key] = max(seen.get(key, 0), nbytes)
     return sum(seen.values())
 

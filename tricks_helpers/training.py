@@ -243,8 +243,9 @@ def accuracy(
 
     Raises:
         TypeError: on a non-callable model or non-tensor data.
-        ValueError: on mismatched lengths, empty data, a non-positive ``batch_size``, or
-            logits of the wrong shape.
+        ValueError: on mismatched lengths, empty data, a non-positive ``batch_size``,
+            logits of the wrong shape, or NaN logits (refused rather than counted: the argmax
+            of a NaN row is class 0, which made all-NaN logits score 1.0 on labels 0).
     """
     check_callable("accuracy", "model", model)
     check_type("accuracy", "X", X, torch.Tensor)
@@ -272,6 +273,14 @@ def accuracy(
                         f"accuracy: model must return logits (batch, classes), got "
                         f"shape {tuple(logits.shape)}"
                     )
+                if logits.is_floating_point() or logits.is_complex():
+                    bad = int(torch.isnan(logits).any(dim=1).sum())
+                    if bad:
+                        raise ValueError(
+                            f"accuracy: the model returned NaN logits in {bad} of "
+                            f"{logits.shape[0]} rows (batch at index {i}); argmax of NaN is an "
+                            f"arbitrary class, so no accuracy is computed"
+                        )
                 correct += int((logits.argmax(dim=1) == y[i : i + batch_size]).sum())
     finally:
         for m, training in modes:

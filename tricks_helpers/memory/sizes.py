@@ -1,27 +1,9 @@
-"""Counting memory: saved activations, peaks, training state (introduced in chapter 05).
+"""Byte counts: saved activations, tensors, gradients, optimizer state, checkpoints (chapter 05).
 
-Guarantees:
+Exact counts, identical on every device for the same shapes, dtypes and graph; the guarantees are
+listed in :mod:`tricks_helpers.memory`, whose face hands these names on.
 
-- :func:`saved_activation_bytes` counts, exactly and on any device, the bytes of the tensors
-  autograd saves for the backward pass while ``fn`` runs, by observing every saved tensor
-  through :func:`torch.autograd.graph.saved_tensors_hooks`. Tensors that share storage
-  (views of one tensor, a tensor saved by two ops, an in-place result) are counted once;
-  what is counted is the size of the underlying storage, because that is what stays alive.
-  The number depends only on shapes, dtypes and the graph, not on timing or the device, so a
-  notebook can print it exactly and nbval compares it.
-  Meta tensors (no memory, only shapes) are counted at the size their storage would have, so
-  a model built on ``device="meta"`` can be sized without allocating it.
-- :func:`peak_cuda_bytes`, :func:`cpu_memory_report` and :func:`peak_cpu_bytes` measure peaks
-  while ``fn`` runs; they live in :mod:`tricks_helpers.peak_memory` and are re-exported here;
-- :func:`grad_bytes`, :func:`tensor_bytes`, :func:`optimizer_state_bytes` and
-  :func:`training_state_bytes` add up bytes of tensors you already hold (parameters,
-  gradients, optimizer state: the memory budget of chapter 05);
-- :func:`state_dict_bytes` measures the size a model takes on disk by serialising its
-  ``state_dict`` with ``torch.save`` into memory, so quantized tensors, packed parameters and
-  tensor subclasses count as they would in a checkpoint file (chapters 05, 07).
-
-Importing this module changes no global state: hooks and the profiler are active only inside
-the call and removed on exit, even when ``fn`` raises.
+Importing this module changes no global state: hooks are active only inside the call.
 """
 
 from __future__ import annotations
@@ -35,21 +17,11 @@ import torch
 from torch import nn
 
 from tricks_helpers._checks import check_callable, check_int, check_type
-from tricks_helpers.peak_memory import (
-    CpuMemoryReport,
-    cpu_memory_report,
-    peak_cpu_bytes,
-    peak_cuda_bytes,
-)
 
 __all__ = [
     "saved_activation_bytes",
     "SavedTensorsReport",
     "saved_tensors_report",
-    "peak_cuda_bytes",
-    "CpuMemoryReport",
-    "cpu_memory_report",
-    "peak_cpu_bytes",
     "grad_bytes",
     "tensor_bytes",
     "optimizer_state_bytes",
@@ -64,6 +36,36 @@ def _is_fake(t: torch.Tensor) -> bool:
     """A FakeTensor (torch.compile's shape-only tensors) has no memory either."""
     fake = getattr(getattr(torch, "_subclasses", None), "fake_tensor", None)
     return fake is not None and isinstance(t, fake.FakeTensor)
+
+
+_SPARSE_PARTS = {
+    torch.sparse_coo: ("_indices", "_values"),
+    torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
+    torch.sparse_bsc: ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _pieces(t: torch.Tensor) -> list[torch.Tensor]:
+    """The dense tensors that hold ``t``'s data.
+
+    A sparse tensor holds its indices and values (a sparse gradient of an ``nn.Embedding``
+    over 3 rows holds 3 rows, not the whole table); a tensor subclass that flattens itself
+    (``__tensor_flatten__``: torchao's int8 / int4 weights) holds its inner tensors (the int8
+    payload, scales, zero points), not a tensor of its outer dtype; any other tensor is itself.
+    """
+    parts = _SPARSE_PARTS.get(t.layout)
+    if parts is not None:
+        return [piece for name in parts for piece in _pieces(getattr(t, name)())]
+    if (
+        type(t) not in (torch.Tensor, nn.Parameter)
+        and hasattr(t, "__tensor_flatten__")
+        and not _is_fake(t)
+    ):
+        names, _ = t.__tensor_flatten__()
+        return [piece for name in names for piece in _pieces(getattr(t, name))]
+    return [t]
 
 
 def _storage_key_and_size(t: torch.Tensor) -> tuple[tuple[Any, ...], int]:
@@ -136,8 +138,9 @@ def saved_tensors_report(
     ignored_alive = []  # keep ignored tensors alive so their storage keys stay unique
     for t in ignore:
         check_type("saved_activation_bytes", "ignore entry", t, torch.Tensor)
-        ignored_alive.append(t)
-        ignored_keys.add(_storage_key_and_size(t)[0])
+        for piece in _pieces(t):
+            ignored_alive.append(piece)
+            ignored_keys.add(_storage_key_and_size(piece)[0])
     seen: dict[tuple[Any, ...], int] = {}
     ignored: dict[tuple[Any, ...], int] = {}
     keep_alive: list[torch.Tensor] = []  # a freed storage's address could be reused mid-call
@@ -146,9 +149,10 @@ def saved_tensors_report(
     def pack(t: torch.Tensor) -> torch.Tensor:
         nonlocal count
         count += 1
-        key, nbytes = _storage_key_and_size(t)
-        (ignored if key in ignored_keys else seen)[key] = nbytes
-        keep_alive.append(t)
+        for piece in _pieces(t):
+            key, nbytes = _storage_key_and_size(piece)
+            (ignored if key in ignored_keys else seen)[key] = nbytes
+            keep_alive.append(piece)
         return t
 
     def unpack(t: torch.Tensor) -> torch.Tensor:
@@ -200,7 +204,9 @@ def tensor_bytes(tensors: Iterable[torch.Tensor | None]) -> int:
     """Bytes of the given tensors' storages, each storage once; ``None`` entries count 0.
 
     Views and tensors sharing memory count once, at the size of the whole storage; meta
-    tensors count the bytes their storage would take.
+    tensors count the bytes their storage would take. A sparse tensor counts its indices and
+    values (what it holds), not its dense size; a tensor subclass that flattens itself
+    (torchao's quantized weights) counts its inner tensors at their own dtypes.
 
     Raises:
         TypeError: on an entry that is neither a tensor nor ``None``.
@@ -212,14 +218,17 @@ def tensor_bytes(tensors: Iterable[torch.Tensor | None]) -> int:
             continue
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"tensor_bytes: expected tensors or None, got {type(t).__name__}")
-        alive.append(t)
-        key, nbytes = _storage_key_and_size(t)
-        seen[key] = nbytes
+        for piece in _pieces(t):
+            alive.append(piece)
+            key, nbytes = _storage_key_and_size(piece)
+            seen[key] = nbytes
     return sum(seen.values())
 
 
 def grad_bytes(model: torch.nn.Module) -> int:
     """Bytes held by the ``.grad`` tensors of ``model``'s parameters (``None`` grads count 0).
+
+    A sparse gradient (``nn.Embedding(..., sparse=True)``) counts its indices and values.
 
     Raises:
         TypeError: if ``model`` is not an ``nn.Module``.

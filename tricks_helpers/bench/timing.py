@@ -1,81 +1,35 @@
-"""Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
+"""Timing: warm-up, CUDA sync, interleaved rounds (introduced in chapter 01).
 
-The book's rule: **invariants are compared, measurements are judged.** A speed verdict is
-itself a measurement: it is shown with its spread and decided by code, but never compared as
-text by nbval (the repository's sanitize file masks verdict words and measured digits).
-
-Guarantees:
-
-- every timed call is preceded by warm-up calls, and on CUDA by ``torch.cuda.synchronize()``
-  before the clock starts and before it stops;
-- :func:`compare` and :func:`compare_many` interleave the candidates round by round (in a new
-  seeded random order each round for :func:`compare_many`), so slow drifts of the machine hit
-  all of them alike; the speed-up is the **median of the per-round ratios**
-  ``baseline time / trick time``;
-- its spread and verdict follow the rule of :mod:`tricks_helpers.verdicts` (a confidence
-  interval of the median ratio against one threshold, :data:`NOISE_THRESHOLD`), whose names
-  this module re-exports;
-- the verdict comes first on a short line, e.g.
-  ``FASTER 1.22x [1.15-1.31] conv+BN fusion, batch 1 (cpu, 2 threads)``, followed by an
-  indented line with the raw times (``~`` marks a measured value);
-- robust, large effects can be asserted with loose physical bounds (``at_least=`` /
-  ``at_most=`` of :func:`compare`): the comparison is re-measured up to ``attempts`` times and
-  fails only when no attempt reaches the bound.
+:func:`measure` times one function; :func:`compare` and :func:`compare_many` time candidates
+round by round and hand the times to :mod:`tricks_helpers.bench.verdicts`, which judges and
+prints them. Use the names through the face: ``from tricks_helpers import bench``.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from tricks_helpers._checks import check_callable, check_int, check_number, check_type
-from tricks_helpers.verdicts import (
-    CONFIDENCE,
-    FASTER,
-    NO_CLEAR_DIFFERENCE,
-    NOISE_THRESHOLD,
-    SLOWER,
-    VERDICT_LINE_RE,
-    VERDICTS,
+from tricks_helpers.bench.verdicts import (
     Comparison,
     ManyComparison,
     Measurement,
     check_label,
-    decide,
-    fmt_measured,
     fmt_ratio,
-    fmt_time,
-    median_interval,
-    table,
 )
 
 __all__ = [
-    "NOISE_THRESHOLD",
-    "CONFIDENCE",
-    "FASTER",
-    "SLOWER",
-    "NO_CLEAR_DIFFERENCE",
-    "VERDICTS",
-    "VERDICT_LINE_RE",
-    "Measurement",
-    "Comparison",
-    "ManyComparison",
     "measure",
     "compare",
     "compare_many",
     "comparison_from_times",
-    "median_interval",
-    "decide",
     "device_class",
-    "fmt_time",
-    "fmt_measured",
-    "fmt_ratio",
-    "table",
 ]
 
 _DEVICE_TYPES = ("cpu", "cuda")
@@ -108,13 +62,21 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _time_once(fn: Callable[[], Any], number: int, device: str) -> float:
+def _time_once(where: str, fn: Callable[[], Any], number: int, device: str) -> float:
+    """Seconds per call of ``number`` calls; refuses a clock that did not advance."""
     _sync(device)
     start = time.perf_counter()
     for _ in range(number):
         fn()
     _sync(device)
-    return (time.perf_counter() - start) / number
+    elapsed = time.perf_counter() - start
+    if not elapsed > 0:
+        raise RuntimeError(
+            f"{where}: the clock did not advance while timing ({elapsed!r} s for {number} "
+            f"call(s)): time.perf_counter is frozen or patched, or the calls are shorter than "
+            f"its resolution (raise number=). A time of 0 would make an infinite speed-up."
+        )
+    return elapsed / number
 
 
 def measure(
@@ -140,6 +102,7 @@ def measure(
     Raises:
         TypeError: on a non-callable ``fn`` or non-integer counts.
         ValueError: on counts out of range.
+        RuntimeError: when the clock does not advance during a timing.
     """
     check_callable("measure", "fn", fn)
     _check_counts("measure", repeats, number, warmup)
@@ -147,15 +110,35 @@ def measure(
     for _ in range(warmup):
         fn()
     _sync(dev)
-    return Measurement(tuple(_time_once(fn, number, dev) for _ in range(repeats)), dev)
+    return Measurement(tuple(_time_once("measure", fn, number, dev) for _ in range(repeats)), dev)
+
+
+def _check_result(label: str, result: Any) -> bool:
+    """Whether a check callable's return value says "same": ``None`` and ``True`` do."""
+    if result is None:
+        return True
+    if isinstance(result, torch.Tensor):
+        if result.numel() != 1 or result.dtype != torch.bool:
+            raise TypeError(
+                f"compare: {label!r}: check returned a {tuple(result.shape)} {result.dtype} "
+                f"tensor; return a bool or a one-element bool tensor (torch.equal, "
+                f"torch.allclose), or raise AssertionError"
+            )
+        return bool(result.item())
+    if isinstance(result, (bool, np.bool_)):
+        return bool(result)
+    raise TypeError(
+        f"compare: {label!r}: check returned {type(result).__name__}; return None, a bool or a "
+        f"one-element bool tensor, or raise AssertionError on a mismatch"
+    )
 
 
 def _check_outputs(label: str, a: Any, b: Any, check: bool | Callable[[Any, Any], Any]) -> None:
     try:
         if check is True:
             torch.testing.assert_close(b, a)
-        else:
-            check(a, b)
+        elif not _check_result(label, check(a, b)):
+            raise AssertionError(f"check {getattr(check, '__name__', repr(check))} returned False")
     except AssertionError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise AssertionError(
@@ -204,7 +187,9 @@ def compare(
         device: where they run (default: CUDA when available, else CPU).
         check: compare the outputs of one call of each before timing, as the PyTorch
             benchmark recipe does: ``True`` uses ``torch.testing.assert_close``; a callable
-            ``check(baseline_out, trick_out)`` must raise ``AssertionError`` on a mismatch.
+            ``check(baseline_out, trick_out)`` either raises ``AssertionError`` on a mismatch
+            or returns whether they match (``torch.equal``, ``torch.allclose``: ``False`` or
+            a one-element ``False`` tensor fails; ``None`` passes).
         at_least, at_most: loose physical bounds on the median speed-up, asserted. When the
             bound is missed the whole comparison is measured again, up to ``attempts`` times
             in all; only the last comparison is printed.
@@ -218,6 +203,8 @@ def compare(
         TypeError: on a non-string label, non-callables or non-integer counts.
         ValueError: on an empty label, counts out of range, or bounds that are not positive.
         AssertionError: when ``check`` finds different outputs, or no attempt reaches the bounds.
+        RuntimeError: when the clock does not advance during a timing (a frozen or patched
+            clock): a time of 0 would print an infinite speed-up.
     """
     label = check_label("compare", label)
     check_callable("compare", "baseline", baseline)
@@ -241,14 +228,14 @@ def compare(
         base_t, trick_t, ratios = [], [], []
         for i in range(repeats):
             if i % 2 == 0:
-                b = _time_once(baseline, number, dev)
-                t = _time_once(trick, number, dev)
+                b = _time_once("compare", baseline, number, dev)
+                t = _time_once("compare", trick, number, dev)
             else:
-                t = _time_once(trick, number, dev)
-                b = _time_once(baseline, number, dev)
+                t = _time_once("compare", trick, number, dev)
+                b = _time_once("compare", baseline, number, dev)
             base_t.append(b)
             trick_t.append(t)
-            ratios.append(b / t if t > 0 else math.inf)
+            ratios.append(b / t)
         return Comparison(
             label=label,
             baseline=Measurement(tuple(base_t), dev),
@@ -347,6 +334,7 @@ def compare_many(
     Raises:
         TypeError: on non-callables or non-integer counts.
         ValueError: on fewer than two candidates or counts out of range.
+        RuntimeError: when the clock does not advance during a timing.
     """
     label = check_label("compare_many", label)
     check_type("compare_many", "candidates", candidates, Mapping)
@@ -367,7 +355,7 @@ def compare_many(
         visit = names[:]
         order_rng.shuffle(visit)
         for name in visit:
-            times[name].append(_time_once(candidates[name], number, dev))
+            times[name].append(_time_once("compare_many", candidates[name], number, dev))
     return ManyComparison(
         label=label,
         times={n: tuple(t) for n, t in times.items()},

@@ -3,7 +3,7 @@
 :func:`find_duplicate_samples` fetches the same items in several workers and epochs, inside
 the workers, and counts where the random part of the samples repeats; it also reports what
 :func:`tricks_helpers.seeding.seed_worker` did in each worker. :func:`fingerprint` is the
-bitwise digest it compares samples by. Both are re-exported by :mod:`tricks_helpers.seeding`.
+bitwise digest it compares samples by. :mod:`tricks_helpers.seeding` hands both on.
 
 Importing this module changes no global state.
 """
@@ -23,6 +23,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from tricks_helpers._checks import check_bool, check_callable, check_int, check_number, check_type
+from tricks_helpers.seeding.seeds import worker_seeding
 
 __all__ = ["DuplicateReport", "find_duplicate_samples", "fingerprint"]
 
@@ -96,7 +97,6 @@ def _feed(h: Any, x: Any) -> None:
 
 
 def _collate_fingerprints(batch: list) -> tuple[int, list[str], Any]:
-    from tricks_helpers.seeding import worker_seeding  # seeding imports this module
 
     info = get_worker_info()
     record = worker_seeding()

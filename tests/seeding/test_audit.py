@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.seeding_audit (chapter 01): the worker-seeding audit."""
+"""Tests of tricks_helpers.seeding.audit (chapter 01): the worker-seeding audit."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from tricks_helpers.seeding import seed_worker
-from tricks_helpers.seeding_audit import DuplicateReport, find_duplicate_samples, fingerprint
+from tricks_helpers.seeding import DuplicateReport, find_duplicate_samples, fingerprint, seed_worker
 
 # ----------------------------------------------------------------------------- datasets
 

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.launch: torchrun launches, failures, timeouts, cleanup."""
+"""Tests of tricks_helpers.launch.running: torchrun launches, failures, timeouts, cleanup."""
 
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def no_popen(monkeypatch):
     def popen(*args, **kwargs):
         raise AssertionError(f"a process was started: {args[0]!r}")
 
-    monkeypatch.setattr(launch.subprocess, "Popen", popen)
+    monkeypatch.setattr(subprocess, "Popen", popen)
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@
   and free it makes, so the numbers are exact for a given sequence of operators.
 
 Importing this module changes no global state: the profiler is active only inside the call
-and stopped on exit, even when ``fn`` raises. :mod:`tricks_helpers.memory` re-exports these
-names.
+and stopped on exit, even when ``fn`` raises. :mod:`tricks_helpers.memory` hands these names
+on.
 """
 
 from __future__ import annotations
@@ -133,6 +133,14 @@ def _without_profiler_backend_lines() -> Iterator[None]:
                 os.write(2, kept.encode("utf-8"))
 
 
+def _profiler_running() -> bool:
+    """Whether a torch profiler is active in this process (Kineto or the legacy one)."""
+    enabled = getattr(torch._C._autograd, "_profiler_enabled", None)
+    if enabled is not None:
+        return bool(enabled())
+    return bool(getattr(torch.autograd.profiler, "_is_profiler_enabled", False))
+
+
 def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuMemoryReport:
     """Run ``fn(*args, **kwargs)`` and measure what PyTorch's CPU allocator hands out meanwhile.
 
@@ -167,9 +175,17 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
 
     Raises:
         TypeError: if ``fn`` is not callable.
-        RuntimeError: if this torch's profiler does not expose allocation events.
+        RuntimeError: if this torch's profiler does not expose allocation events, or a
+            profiler is already running (``torch.profiler.profile()`` around the call): the
+            two cannot be nested, and starting this one would empty the outer one's results.
     """
     check_callable("cpu_memory_report", "fn", fn)
+    if _profiler_running():
+        raise RuntimeError(
+            "cpu_memory_report: a profiler is already running (torch.profiler.profile or "
+            "torch.autograd.profiler.profile around this call); the two cannot be nested, and "
+            "starting this one would leave the outer profile empty. Call it outside the profile."
+        )
     from torch.profiler import ProfilerActivity, profile
 
     try:
@@ -237,5 +253,6 @@ def peak_cpu_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
 
     Raises:
         TypeError: if ``fn`` is not callable.
+        RuntimeError: as :func:`cpu_memory_report` (a profiler already running).
     """
     return cpu_memory_report(fn, *args, **kwargs).peak

@@ -1,22 +1,8 @@
-"""Seeding, and reseeding the RNG objects a DataLoader worker copied (introduced in chapter 01).
+"""Seeds: one seed everywhere, derived streams, and ``seed_worker`` (introduced in chapter 01).
 
-- :func:`seed_everything` seeds Python's ``random``, numpy's global RNG and torch (CPU and
-  every CUDA device) from one seed, after checking that numpy can take it.
-- :func:`seed_worker` is a ``worker_init_fn`` for :class:`torch.utils.data.DataLoader`: it
-  reseeds the global RNGs from the worker's seed **and** the RNG objects the worker's copy of
-  the dataset holds, found by :func:`~tricks_helpers.rng_walk.find_rng_objects`. Each RNG
-  gets its own stream, derived from the worker seed and the RNG's path (:func:`derive_seed`),
-  so streams differ between workers and, because the loader draws a new base seed per epoch,
-  between epochs; with a seeded ``generator=`` on the loader they are also reproducible run
-  to run.
-  :func:`worker_seeding` tells, inside a worker, what it did.
-
-What the walk reaches is listed in :mod:`tricks_helpers.rng_walk`, which holds the walk
-(:func:`find_rng_objects`, re-exported here).
-
-The audit that shows the bug and the fix,
-:func:`~tricks_helpers.seeding_audit.find_duplicate_samples`, lives in
-:mod:`tricks_helpers.seeding_audit` and is re-exported here.
+:func:`seed_everything`, :func:`derive_seed`, :func:`reseed_rng_objects`, :func:`seed_worker`
+and :func:`worker_seeding`; the walk they reseed through is :mod:`tricks_helpers.seeding.rng_walk`.
+Use the names through the face: ``from tricks_helpers import seeding``.
 
 Importing this module changes no global state.
 """
@@ -33,7 +19,7 @@ import torch
 from torch.utils.data import get_worker_info
 
 from tricks_helpers._checks import check_int, check_type
-from tricks_helpers.rng_walk import RNGWalk, find_rng_objects, reseed_rng
+from tricks_helpers.seeding.rng_walk import find_rng_objects, reseed_rng
 
 __all__ = [
     "seed_everything",
@@ -41,12 +27,7 @@ __all__ = [
     "worker_seeding",
     "WorkerSeeding",
     "reseed_rng_objects",
-    "find_rng_objects",
-    "RNGWalk",
     "derive_seed",
-    "DuplicateReport",
-    "find_duplicate_samples",
-    "fingerprint",
 ]
 
 _MASK32 = 0xFFFFFFFF
@@ -161,7 +142,7 @@ def seed_worker(worker_id: int) -> None:
     ``get_worker_info().seed`` (torch does so too for ``random`` and torch since 1.9, and for
     numpy with its own hash), then reseeds the RNG objects held by the worker's copy of the
     dataset with :func:`reseed_rng_objects` (see "What the walk reaches" in
-    :mod:`tricks_helpers.rng_walk`). The loader draws a new base seed for each epoch (unless
+    :mod:`tricks_helpers.seeding.rng_walk`). The loader draws a new base seed for each epoch (unless
     ``persistent_workers=True``, where workers and their RNGs live on), from its
     ``generator=`` if given, so seeding that generator makes the streams reproducible.
     What it did is recorded in the worker (:func:`worker_seeding`).
@@ -191,6 +172,3 @@ def seed_worker(worker_id: int) -> None:
     np.random.seed(np.random.SeedSequence(derive_seed(seed, "numpy-global")).generate_state(4))
     paths = reseed_rng_objects(info.dataset, seed)
     _worker_record = WorkerSeeding(worker_id=worker_id, seed=seed, reseeded=tuple(paths))
-
-
-from tricks_helpers.seeding_audit import DuplicateReport, find_duplicate_samples, fingerprint  # noqa: E402

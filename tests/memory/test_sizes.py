@@ -1,4 +1,6 @@
-"""Tests of tricks_helpers.memory (chapter 05)."""
+"""Tests of tricks_helpers.memory.sizes (chapter 05): exact byte counts."""
+
+import warnings
 
 import pytest
 import torch
@@ -203,3 +205,35 @@ def test_training_state_bytes_budget():
         memory.training_state_bytes(model, {"lr": 1})
     with pytest.raises(TypeError, match="optimizer_state_bytes: optimizer must be Optimizer"):
         memory.optimizer_state_bytes(model)
+
+
+def test_grad_bytes_counts_a_sparse_gradient_by_indices_and_values():
+    emb = nn.Embedding(10**6, 64, sparse=True)
+    emb(torch.tensor([1, 5, 9])).sum().backward()
+    assert emb.weight.grad.is_sparse
+    # 3 rows of 64 float32 values + their int64 row indices, not the 256,000,000-byte table
+    assert memory.grad_bytes(emb) == 3 * 64 * 4 + 3 * 8
+
+
+def test_tensor_bytes_counts_sparse_csr_by_its_parts():
+    dense = torch.zeros(100, 100)
+    dense[3, 7] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Sparse CSR tensor support is in beta"
+        csr = dense.to_sparse_csr()
+    held = memory.tensor_bytes([csr])
+    assert 101 * 8 + 8 + 4 <= held < 1024  # row pointers, one column index, one value
+    assert memory.tensor_bytes([dense]) == 40_000
+
+
+def test_memory_counts_torchao_int8_weights_by_their_inner_tensors():
+    torchao_quant = pytest.importorskip("torchao.quantization")
+    from tricks_helpers import quantization
+
+    model = nn.Sequential(nn.Linear(256, 256))
+    torchao_quant.quantize_(model, torchao_quant.Int8WeightOnlyConfig())
+    assert type(model[0].weight) is not torch.Tensor  # a tensor subclass
+    held = memory.tensor_bytes(model.parameters())
+    assert held == quantization.weight_bytes(model)
+    assert held < 256 * 256 * 2  # int8 payload, not float32 (263,168 before)
+    assert memory.training_state_bytes(model).params == held

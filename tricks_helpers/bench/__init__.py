@@ -1,0 +1,78 @@
+"""Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
+
+This face hands on the names of its two modules, each name with one home:
+:mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare`, :func:`compare_many`,
+:func:`comparison_from_times`, :func:`device_class`) and :mod:`~tricks_helpers.bench.verdicts`
+(the interval, the threshold, the verdict, the printed lines and :func:`table`).
+
+The book's rule: **invariants are compared, measurements are judged.** A speed verdict is
+itself a measurement: it is shown with its spread and decided by code, but never compared as
+text by nbval (the repository's sanitize file masks verdict words and measured digits).
+
+Guarantees:
+
+- every timed call is preceded by warm-up calls, and on CUDA by ``torch.cuda.synchronize()``
+  before the clock starts and before it stops;
+- :func:`compare` and :func:`compare_many` interleave the candidates round by round (in a new
+  seeded random order each round for :func:`compare_many`), so slow drifts of the machine hit
+  all of them alike; the speed-up is the **median of the per-round ratios**
+  ``baseline time / trick time``;
+- its spread and verdict follow the rule of :mod:`tricks_helpers.bench.verdicts` (a
+  confidence interval of the median ratio against one threshold, :data:`NOISE_THRESHOLD`);
+- the verdict comes first on a short line, e.g.
+  ``FASTER 1.22x [1.15-1.31] conv+BN fusion, batch 1 (cpu, 2 threads)``, followed by an
+  indented line with the raw times (``~`` marks a measured value);
+- robust, large effects can be asserted with loose physical bounds (``at_least=`` /
+  ``at_most=`` of :func:`compare`): the comparison is re-measured up to ``attempts`` times and
+  fails only when no attempt reaches the bound.
+"""
+
+from tricks_helpers.bench.timing import (
+    compare,
+    compare_many,
+    comparison_from_times,
+    device_class,
+    measure,
+)
+from tricks_helpers.bench.verdicts import (
+    CONFIDENCE,
+    FASTER,
+    NO_CLEAR_DIFFERENCE,
+    NOISE_THRESHOLD,
+    SLOWER,
+    VERDICT_LINE_RE,
+    VERDICTS,
+    Comparison,
+    ManyComparison,
+    Measurement,
+    decide,
+    fmt_measured,
+    fmt_ratio,
+    fmt_time,
+    median_interval,
+    table,
+)
+
+__all__ = [
+    "NOISE_THRESHOLD",
+    "CONFIDENCE",
+    "FASTER",
+    "SLOWER",
+    "NO_CLEAR_DIFFERENCE",
+    "VERDICTS",
+    "VERDICT_LINE_RE",
+    "Measurement",
+    "Comparison",
+    "ManyComparison",
+    "measure",
+    "compare",
+    "compare_many",
+    "comparison_from_times",
+    "median_interval",
+    "decide",
+    "device_class",
+    "fmt_time",
+    "fmt_measured",
+    "fmt_ratio",
+    "table",
+]
