@@ -3,7 +3,7 @@
 Every measured speed-up in the book is drawn the same way: one row per comparison, the median
 per-round ratio as a marker, its confidence interval as an error bar, on a log axis (2x faster
 and 2x slower are equally far from 1), with 1.0 drawn solid and the noise threshold and its
-inverse dashed, so a reader sees the verdict rule (:func:`tricks_helpers.verdicts.decide`)
+inverse dashed, so a reader sees the verdict rule (:func:`tricks_helpers.bench.verdicts.decide`)
 beside the data. Markers and colours say the verdict (readable without colour too). Rows may be
 grouped under titles drawn inside the figure (a chapter, a batch size, a series of widths).
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tricks_helpers._checks import check_number, check_type
-from tricks_helpers.verdicts import (
+from tricks_helpers.bench.verdicts import (
     FASTER,
     NO_CLEAR_DIFFERENCE,
     NOISE_THRESHOLD,
