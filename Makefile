@@ -12,9 +12,12 @@
 #   make canary    run the notebooks with DeprecationWarning/FutureWarning as errors
 #   make newest    execute every notebook (no output comparison, nothing written) under the newest
 #                  torch the registry serves (NEWEST_TORCH, in its own venv .venv-newest, ~6 GB)
+#   make lock      regenerate constraints.txt (every package of .venv, pinned) from .venv
+#   make release-check   the release ref, package version and stamped Colab cells agree
+#                  (RELEASE_FLAGS=--publishing also requires the tag to exist)
 
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 NB     ?=
@@ -25,15 +28,23 @@ NEWEST_TORCH ?= 2.14.1
 NEWEST_VENV  := .venv-newest
 NEWEST_STAMP := $(NEWEST_VENV)/.installed-stamp-$(NEWEST_TORCH)
 
+# Where pip finds torch. Empty: the package index pip is configured with (on Linux, PyPI serves
+# the multi-GB CUDA build). `make book TORCH_INDEX=https://download.pytorch.org/whl/cpu` takes
+# the CPU build (a 192 MB wheel), as the workflows do; the HTML build executes nothing.
+TORCH_INDEX ?=
+PIP_INDEX   := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+# Every package of the environment, pinned (make lock regenerates it from .venv).
+CONSTRAINTS := constraints.txt
+
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest \
-	browser-deps clean
+	browser-deps clean lock release-check
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet $(PIP_INDEX) -r requirements.txt -c $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
@@ -83,13 +94,21 @@ execute: venv
 colab: venv
 	$(BIN)/python scripts/colab_cell.py
 
+lock: venv
+	$(BIN)/python scripts/lock.py
+
+RELEASE_FLAGS ?=
+release-check: venv
+	$(BIN)/python scripts/release_check.py $(RELEASE_FLAGS)
+
 markers: venv
 	$(BIN)/python scripts/convert_markers.py
 
 canary: venv
 	$(BIN)/python scripts/deprecation_canary.py $(NB)
 
-# Its own venv: the book's pins, except torch (NEWEST_TORCH, a CUDA build of ~5.5 GB on x86_64).
+# Its own venv: the book's pins (not constraints.txt: a newer torch may need newer
+# dependencies), except torch (NEWEST_TORCH, a CUDA build of ~5.5 GB on x86_64).
 $(NEWEST_STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(NEWEST_VENV)
 	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade pip

@@ -1,19 +1,27 @@
-"""Stamp the Colab set-up cell into every chapter notebook, from one configured place.
+"""Stamp the Colab set-up cell and the "Open in Colab" badge into every chapter, from one ref.
 
     python scripts/colab_cell.py            update the chapters of _toc.yml in place
-    python scripts/colab_cell.py --check    exit 1 if any chapter's cell is missing or stale
+    python scripts/colab_cell.py --check    exit 1 if a chapter's cell or badge is missing or stale
 
-The install source is ``repository.url`` and ``repository.release`` in ``_config.yml`` (the
-url is the same setting the book's Colab launch buttons use; the release is a git tag of it,
-so a reader installs a fixed version, never a moving branch). The cell is the first code cell
-of each chapter, tagged ``colab-setup`` (found by this script) and ``remove-cell`` (Jupyter
-Book leaves it off the rendered page; Colab still runs it). In Colab it pip-installs
-``tricks_helpers[book]`` at that release, keeps Colab's own torch (the package asks only for
-``torch>=2.4``), bounds ``torchao`` to the releases known to work with that torch
-(:data:`TORCHAO_FOR_TORCH`), and when pip fails it says plainly what failed and what to do
-instead of showing pip's traceback. Where the package is already installed (``make test``,
-your venv) it installs nothing and prints the same line as always, so re-stamping needs no
-re-execution of the notebooks.
+One configured ref: ``repository.branch`` in ``_config.yml``, a release tag such as ``v0.1.0``.
+Jupyter Book's Colab launch button opens ``<colab_url>/github/<org>/<repo>/blob/<branch>/<page>``
+(sphinx-book-theme), the badge this script writes opens the same URL (:func:`colab_url`), and
+the set-up cell installs ``tricks_helpers`` from ``repository.url`` at the same ref: the notebook
+a reader opens and the helpers it installs come from one release, never from a moving branch.
+``make release-check`` checks that the ref is ``v`` + the package version.
+
+The set-up cell is the first code cell of each chapter, tagged ``colab-setup`` (found by this
+script) and ``remove-cell`` (Jupyter Book leaves it off the rendered page; Colab still runs
+it). In Colab it pip-installs ``tricks_helpers[book]`` at that ref, keeps Colab's own torch
+(the package asks only for ``torch>=2.4``), bounds ``torchao`` to the releases known to work
+with that torch (:data:`TORCHAO_FOR_TORCH`), and when pip fails it shows pip's real reason
+(``pip_reason.pip_reason``, copied into the cell) and what to do. Where the package is already
+installed (``make test``, your venv) it installs nothing and prints the same line as always, so
+re-stamping needs no re-execution of the notebooks (only the cell's source changes).
+
+The badge is a markdown cell before the title, tagged ``colab-badge`` and ``remove-cell``: it
+shows on GitHub and in Colab, and the built site (which has the launch button, and loads no
+image from another host) leaves it out.
 
 Idempotent: a second run changes nothing.
 """
@@ -21,6 +29,7 @@ Idempotent: a second run changes nothing.
 from __future__ import annotations
 
 import argparse
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -29,23 +38,30 @@ import nbformat
 import yaml
 
 from find_notebooks import ROOT, chapter_notebooks
+from pip_reason import pip_reason
 
 TAG = "colab-setup"
+#: The tag of the "Open in Colab" badge cell.
+BADGE_TAG = "colab-badge"
+BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 #: Jupyter Book (myst-nb) drops a cell with this tag from the page, input and output.
 HIDE_TAG = "remove-cell"
 RELEASE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 #: torchao releases known to work with each torch release (major.minor), newest rows last.
 #: 2.13 and 2.14: this book's chapter 07 executed with torchao 0.18.0 (``make test`` on
-#: torch 2.13.0, ``make newest`` on 2.14.1). 2.8 to 2.12: the torch releases torchao's own
-#: binaries were built for (its compatibility table, torchao/__init__.py; 0.17 and 0.18 need
-#: torch >= 2.11). Any other torch: the cell says so and installs torchao unbounded.
+#: torch 2.13.0, ``make newest`` on 2.14.1). 2.11 and 2.12: torchao 0.18 loads its C++
+#: extensions from torch 2.11 on (torchao/__init__.py), and it is the only release with every
+#: name chapter 07 imports (``scripts/torchao_api.json``). 2.8 to 2.10: the torchao releases
+#: built for them (its compatibility table), which lack ``PrototypeInt4WeightOnlyConfig``:
+#: chapter 07 says so and skips its int4 rows there. Any other torch: the cell says so and
+#: installs torchao unbounded.
 TORCHAO_FOR_TORCH = {
     "2.8": "torchao>=0.13,<0.14.1",
     "2.9": "torchao>=0.14.1,<0.16",
     "2.10": "torchao>=0.16,<0.17",
-    "2.11": "torchao>=0.17,<0.19",
-    "2.12": "torchao>=0.17,<0.19",
+    "2.11": "torchao>=0.18,<0.19",
+    "2.12": "torchao>=0.18,<0.19",
     "2.13": "torchao>=0.18,<0.19",
     "2.14": "torchao>=0.18,<0.19",
 }
@@ -68,6 +84,10 @@ TORCHAO = {{
 {torchao}
 }}
 
+
+{pip_reason}
+
+
 if importlib.util.find_spec("tricks_helpers") is None:
     pkgs = [f"tricks_helpers[book] @ git+{{REPO}}@{{RELEASE}}"]
     try:
@@ -85,9 +105,7 @@ if importlib.util.find_spec("tricks_helpers") is None:
     pip = [sys.executable, "-m", "pip", "install", "-q", *pkgs]
     done = subprocess.run(pip, capture_output=True, text=True)
     if done.returncode != 0:
-        lines = [x.strip() for x in (done.stderr + done.stdout).splitlines() if x.strip()]
-        said = next((x for x in lines if x.startswith(("fatal:", "ERROR:"))), None)
-        said = said or next((x for x in lines[::-1] if not x.startswith("note:")), "nothing")
+        said = pip_reason(done.stderr + "\\n" + done.stdout)
         raise RuntimeError(
             f"Could not install the book's helpers (release {{RELEASE}} of {{REPO}}).\\n"
             f"pip said: {{said}}\\n"
@@ -101,35 +119,106 @@ else:
 
 
 def read_config(config_path: Path = ROOT / "_config.yml") -> tuple[str, str]:
-    """``(url, release)`` from ``_config.yml``'s ``repository`` section.
+    """``(url, ref)`` from ``_config.yml``: ``repository.url`` and ``repository.branch``.
+
+    ``repository.branch`` is the one ref: Jupyter Book's launch buttons open the notebooks of
+    it, and the set-up cell installs the helpers from it. It must be a release tag.
 
     Raises:
-        ValueError: if ``repository.url`` is missing or not an https URL, or
-            ``repository.release`` is missing or not a plain tag name.
+        ValueError: if ``repository.url`` is missing or not an https URL, if
+            ``repository.branch`` is missing or not a plain tag name, or if the retired
+            ``repository.release`` key is still set (a second ref that could drift).
     """
     config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
     repo = config.get("repository") or {}
     url = str(repo.get("url", "")).rstrip("/")
-    release = str(repo.get("release", "")).strip()
+    ref = str(repo.get("branch", "")).strip()
     if not url.startswith("https://"):
         raise ValueError(f"{config_path.name}: repository.url must be an https URL, got {url!r}")
-    if not RELEASE_RE.match(release):
+    if "release" in repo:
         raise ValueError(
-            f"{config_path.name}: repository.release must be a release tag of "
-            f"repository.url (e.g. v0.1.0), got {release!r}"
+            f"{config_path.name}: repository.release is retired; the one ref is "
+            "repository.branch (the launch buttons' ref), set it to the release tag"
         )
-    return url, release
+    if not RELEASE_RE.match(ref):
+        raise ValueError(
+            f"{config_path.name}: repository.branch must be a release tag of "
+            f"repository.url (e.g. v0.1.0), got {ref!r}"
+        )
+    return url, ref
+
+
+def colab_url(config_path: Path, notebook: str) -> str:
+    """The Colab URL of a notebook at the configured ref, as Jupyter Book's launch button makes it.
+
+    ``<launch_buttons.colab_url>/github/<org>/<repo>/blob/<repository.branch>/<path>``, with
+    ``<path>`` the notebook's path under ``repository.path_to_book``.
+
+    Args:
+        config_path: the book's ``_config.yml``.
+        notebook: the notebook's path relative to the book's root, e.g.
+            ``"book/01_dataloader_seeding.ipynb"``.
+
+    Raises:
+        ValueError: see :func:`read_config`; also if ``repository.url`` is not a GitHub
+            repository (Colab opens notebooks from GitHub only).
+    """
+    url, ref = read_config(config_path)
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
+    if match is None:
+        raise ValueError(f"{config_path.name}: Colab opens GitHub repositories only, got {url!r}")
+    base = str((config.get("launch_buttons") or {}).get("colab_url", "")).rstrip("/")
+    base = base or "https://colab.research.google.com"
+    book = str((config.get("repository") or {}).get("path_to_book", "") or "").strip("/")
+    path = f"{book}/{notebook}" if book else notebook
+    return f"{base}/github/{match.group(1)}/{match.group(2)}/blob/{ref}/{path}"
+
+
+def badge_source(config_path: Path, notebook: str) -> str:
+    """The markdown of the "Open in Colab" badge of one notebook (see :func:`colab_url`)."""
+    return f"[![Open in Colab]({BADGE_IMAGE})]({colab_url(config_path, notebook)})"
 
 
 def cell_source(config_path: Path = ROOT / "_config.yml") -> str:
-    """The set-up cell's source for the repository and release configured in ``_config.yml``.
+    """The set-up cell's source for the repository and ref configured in ``_config.yml``.
 
     Raises:
         ValueError: see :func:`read_config`.
     """
-    url, release = read_config(config_path)
+    url, ref = read_config(config_path)
     torchao = "\n".join(f'    "{k}": "{v}",' for k, v in TORCHAO_FOR_TORCH.items())
-    return TEMPLATE.format(url=url, release=release, torchao=torchao, local_line=LOCAL_LINE)
+    return TEMPLATE.format(
+        url=url,
+        release=ref,
+        torchao=torchao,
+        pip_reason=inspect.getsource(pip_reason).rstrip(),
+        local_line=LOCAL_LINE,
+    )
+
+
+def stamp_badge(nb: nbformat.NotebookNode, source: str) -> bool:
+    """Make the notebook's first cell the ``colab-badge`` markdown cell holding ``source``.
+
+    The cell is tagged ``colab-badge`` and ``remove-cell`` (GitHub and Colab show it; the built
+    site leaves it out). An existing badge cell is updated and moved first.
+
+    Returns:
+        True if the notebook changed.
+    """
+    found = [c for c in nb.cells if BADGE_TAG in c.get("metadata", {}).get("tags", [])]
+    tags = [BADGE_TAG, HIDE_TAG]
+    if (
+        len(found) == 1
+        and nb.cells[0] is found[0]
+        and found[0].cell_type == "markdown"
+        and found[0].source == source
+        and found[0].metadata.get("tags") == tags
+    ):
+        return False
+    nb.cells = [c for c in nb.cells if not any(c is f for f in found)]
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(source, metadata={"tags": tags}))
+    return True
 
 
 def stamp(nb: nbformat.NotebookNode, source: str) -> bool:
@@ -160,17 +249,20 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check, change nothing")
     args = parser.parse_args(argv)
-    source = cell_source(root / "_config.yml")
+    config_path = root / "_config.yml"
+    source = cell_source(config_path)
     stale = []
     for path in chapter_notebooks(root):
         nb = nbformat.read(path, as_version=4)
-        if stamp(nb, source):
+        badge = badge_source(config_path, path.relative_to(root).as_posix())
+        if any([stamp_badge(nb, badge), stamp(nb, source)]):
             stale.append(path.name)
             if not args.check:
                 nbformat.write(nb, path)
     if args.check and stale:
         print(
-            f"colab_cell: stale set-up cell in {', '.join(stale)}; run scripts/colab_cell.py",
+            f"colab_cell: stale set-up cell or badge in {', '.join(stale)}; "
+            "run scripts/colab_cell.py",
             file=sys.stderr,
         )
         return 1

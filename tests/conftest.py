@@ -110,17 +110,18 @@ def tmp_book(tmp_path, make_notebook) -> Callable[..., Path]:
     """``tmp_book({"01_a": cells, ...}, release="v1.0")`` -> a scratch repository root.
 
     Its ``_toc.yml`` lists ``book/intro`` then the given chapters in order (plus
-    ``book/results``); its ``_config.yml`` names an https repository and the release.
+    ``book/results``); its ``_config.yml`` names a GitHub repository and the release tag as
+    ``repository.branch``, the one ref (see scripts/colab_cell.py).
     """
 
     def make(
-        chapters: dict[str, list], release: str = "v1.0", url: str = "https://example.org/me/book"
+        chapters: dict[str, list], release: str = "v1.0", url: str = "https://github.com/me/book"
     ) -> Path:
         root = tmp_path / "repo"
         (root / "book").mkdir(parents=True, exist_ok=True)
         (root / "book" / "intro.md").write_text("# Intro\n", encoding="utf-8")
         (root / "_config.yml").write_text(
-            f"repository:\n  url: {url}\n  branch: main\n  release: {release}\n", encoding="utf-8"
+            f"repository:\n  url: {url}\n  branch: {release}\n", encoding="utf-8"
         )
         files = "".join(f"      - file: book/{name}\n" for name in chapters)
         (root / "_toc.yml").write_text(

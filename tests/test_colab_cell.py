@@ -50,7 +50,7 @@ def run_cell(source, monkeypatch, *, installed=False, torch_version="2.13.0+cpu"
 
 def test_source_comes_from_config(tmp_path):
     src = colab_cell.cell_source(
-        config(tmp_path, "repository:\n  url: https://example.org/me/book/\n  release: v1.2.3\n")
+        config(tmp_path, "repository:\n  url: https://example.org/me/book/\n  branch: v1.2.3\n")
     )
     assert 'REPO = "https://example.org/me/book"' in src
     assert 'RELEASE = "v1.2.3"' in src
@@ -90,11 +90,15 @@ def test_source_is_ruff_clean(tmp_path, repo_root):
     [
         ("title: x\n", "repository.url must be an https URL"),
         (
-            "repository:\n  url: git@host:me/book\n  release: v1\n",
+            "repository:\n  url: git@host:me/book\n  branch: v1\n",
             "repository.url must be an https",
         ),
-        ("repository:\n  url: https://h/me/book\n", "repository.release must be a release tag"),
-        ("repository:\n  url: https://h/me/book\n  release: 'v1; rm -rf'\n", "release tag"),
+        ("repository:\n  url: https://h/me/book\n", "repository.branch must be a release tag"),
+        ("repository:\n  url: https://h/me/book\n  branch: 'v1; rm -rf'\n", "release tag"),
+        (
+            "repository:\n  url: https://h/me/book\n  branch: v1\n  release: v1\n",
+            "repository.release is retired; the one ref is repository.branch",
+        ),
     ],
 )
 def test_bad_config_is_refused(tmp_path, text, match):
@@ -167,6 +171,70 @@ def test_cell_failure_says_what_failed_and_what_to_do(monkeypatch):
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
+def test_cell_failure_with_a_missing_tag_shows_gits_reason(monkeypatch):
+    """pip's last lines say only "See above for output."; the cell shows git's line instead."""
+    from test_pip_reason import MISSING_TAG
+
+    failed = subprocess.CompletedProcess([], 1, "", MISSING_TAG)
+    with pytest.raises(RuntimeError) as info:
+        run_cell(colab_cell.cell_source(), monkeypatch, pip=failed)
+    message = str(info.value)
+    assert "pip said: error: pathspec 'v0.1.0' did not match any file(s) known to git" in message
+    assert "See above" not in message
+
+
+def test_cell_carries_pip_reason_verbatim():
+    import inspect
+
+    from pip_reason import pip_reason
+
+    assert inspect.getsource(pip_reason).rstrip() in colab_cell.cell_source()
+
+
+def test_colab_url_is_the_launch_buttons_url(tmp_path):
+    """sphinx-book-theme: <colab_url>/github/<org>/<repo>/blob/<branch>/<path_to_docs><page>."""
+    cfg = config(
+        tmp_path,
+        "repository:\n  url: https://github.com/me/book\n  branch: v2.0.0\n"
+        "  path_to_book: docs\nlaunch_buttons:\n  colab_url: https://colab.example.org/\n",
+    )
+    assert colab_cell.colab_url(cfg, "book/01_a.ipynb") == (
+        "https://colab.example.org/github/me/book/blob/v2.0.0/docs/book/01_a.ipynb"
+    )
+    assert colab_cell.badge_source(cfg, "book/01_a.ipynb") == (
+        f"[![Open in Colab]({colab_cell.BADGE_IMAGE})]"
+        "(https://colab.example.org/github/me/book/blob/v2.0.0/docs/book/01_a.ipynb)"
+    )
+    gitlab = config(tmp_path, "repository:\n  url: https://gitlab.com/me/book\n  branch: v1\n")
+    with pytest.raises(ValueError, match="Colab opens GitHub repositories only"):
+        colab_cell.colab_url(gitlab, "book/01_a.ipynb")
+
+
+def test_stamp_badge_puts_one_hidden_badge_first_and_updates_it():
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("x = 1")]
+    )
+    assert colab_cell.stamp_badge(nb, "[badge a](u)") is True
+    assert [c.source for c in nb.cells] == ["[badge a](u)", "# T", "x = 1"]
+    assert nb.cells[0].metadata["tags"] == ["colab-badge", "remove-cell"]
+    assert colab_cell.stamp_badge(nb, "[badge a](u)") is False
+    nb.cells.append(nb.cells.pop(0))  # moved away: put back first, once
+    assert colab_cell.stamp_badge(nb, "[badge b](u)") is True
+    assert [c.source for c in nb.cells] == ["[badge b](u)", "# T", "x = 1"]
+
+
+def test_every_chapter_has_its_badge_first(repo_root):
+    cfg = repo_root / "_config.yml"
+    url, ref = colab_cell.read_config(cfg)
+    for path in colab_cell.chapter_notebooks(repo_root):
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0]
+        rel = path.relative_to(repo_root).as_posix()
+        assert first.cell_type == "markdown" and first.source == colab_cell.badge_source(cfg, rel)
+        assert f"/blob/{ref}/{rel})" in first.source, f"{path.name}: badge not at the ref"
+        assert colab_cell.HIDE_TAG in first.metadata["tags"], f"{path.name}: badge on the site"
+
+
 def test_torchao_table_holds_the_pinned_pair(repo_root):
     """requirements.txt's torch and torchao pins are a row of the table the cell uses."""
     pins = dict(
@@ -201,4 +269,6 @@ def test_main_stamps_then_checks_clean(tmp_book, capsys):
     assert colab_cell.main(["--check"], root=root) == 1
     assert colab_cell.main([], root=root) == 0
     assert colab_cell.main(["--check"], root=root) == 0
+    nb = nbformat.read(root / "book" / "01_a.ipynb", as_version=4)
+    assert nb.cells[0].source == colab_cell.badge_source(root / "_config.yml", "book/01_a.ipynb")
     assert "up to date" in capsys.readouterr().out

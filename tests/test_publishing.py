@@ -56,3 +56,51 @@ def test_package_keeps_colab_torch_and_declares_the_tested_release(repo_root):
     assert '"torch>=2.4",' in pyproject, "loose: pip must not replace Colab's torch"
     pin = re.search(r"^torch==(\S+)$", read(repo_root, "requirements.txt"), flags=re.M).group(1)
     assert f"torch {pin}" in pyproject and f"| {pin} |" in read(repo_root, "README.md")
+
+
+def test_licences_are_named_in_readme_footer_and_pyproject(repo_root):
+    import tomllib
+
+    assert "MIT License" in read(repo_root, "LICENSE")
+    assert "CC BY 4.0" in read(repo_root, "LICENSE-CONTENT.md")
+    readme = read(repo_root, "README.md")
+    assert "`LICENSE`" in readme and "`LICENSE-CONTENT.md`" in readme
+    config = yaml.safe_load(read(repo_root, "_config.yml"))
+    footer = config["html"]["extra_footer"]
+    assert "MIT" in footer and "CC BY 4.0" in footer
+    url = config["repository"]["url"]
+    for href in re.findall(r'href="([^"]+)"', footer):
+        assert href.startswith((url + "/", "https://creativecommons.org/")), href
+    assert config["html"]["use_issues_button"] is True
+    with open(repo_root / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["license"] == "MIT"
+    assert project["license-files"] == ["LICENSE", "LICENSE-CONTENT.md"]
+
+
+def test_citation_cff_has_the_required_keys(repo_root):
+    cff = yaml.safe_load(read(repo_root, "CITATION.cff"))
+    assert isinstance(cff, dict)
+    for key in ("cff-version", "message", "title", "authors"):
+        assert cff.get(key), f"CITATION.cff: no {key}"
+    assert all(a.get("name") or a.get("family-names") for a in cff["authors"])
+    config = yaml.safe_load(read(repo_root, "_config.yml"))
+    assert cff["repository-code"] == config["repository"]["url"]
+
+
+def test_changelog_lists_every_chapter_under_the_first_release(repo_root):
+    from find_notebooks import chapter_notebooks
+
+    changelog = read(repo_root, "CHANGELOG.md")
+    first = changelog.split("\n## ")[-1]
+    assert first.startswith("0.1.0")
+    for path in chapter_notebooks(repo_root):
+        assert f"`book/{path.name}`" in first, path.name
+
+
+def test_issue_templates_exist(repo_root):
+    folder = repo_root / ".github" / "ISSUE_TEMPLATE"
+    names = {yaml.safe_load(p.read_text().split("---")[1])["name"] for p in folder.glob("*.md")}
+    assert names == {"A claim is wrong on my machine", "Colab failed"}
+    claim = (folder / "claim-wrong-on-my-machine.md").read_text(encoding="utf-8")
+    assert "environment card" in claim

@@ -101,3 +101,23 @@ def test_weight_bytes_of_a_meta_model_equals_the_real_one():
     assert Q.weight_bytes(meta) == 132_352  # 65,536 when meta storages collided at address 0
     shared = {"a": meta[0].weight, "b": meta[0].weight}
     assert Q.weight_bytes(shared) == meta[0].weight.numel() * 4
+
+
+def test_require_torchao_passes_from_0_18_and_names_the_int4_rows_before():
+    Q.require_torchao("0.18.0")
+    Q.require_torchao("0.19.1+cu126")
+    with pytest.raises(RuntimeError, match=r"int4 weight-only rows need torchao >= 0\.18") as info:
+        Q.require_torchao("0.16.0")
+    assert "PrototypeInt4WeightOnlyConfig" in str(info.value)
+    assert "the other sections" not in str(info.value)
+    with pytest.raises(RuntimeError, match=r"the other sections need torchao >= 0\.13"):
+        Q.require_torchao("0.12.0")
+
+
+@pytest.mark.parametrize(
+    "version, error, match",
+    [(18, TypeError, "version must be"), ("dev", ValueError, "must start with a number")],
+)
+def test_require_torchao_refuses_bad_versions(version, error, match):
+    with pytest.raises(error, match=match):
+        Q.require_torchao(version)

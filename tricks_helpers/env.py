@@ -342,7 +342,7 @@ def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
         gpu=gpu,
         bf16=bf16_support(device),
         extras=dict(extras or {}),
-        executed=datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        executed=datetime.datetime.now(datetime.UTC).date().isoformat(),
         commit=source_commit(),
     )
 

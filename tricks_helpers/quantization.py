@@ -12,6 +12,8 @@ A latency verdict is a measurement; what explains it does not change from machin
   ``aten.addmm`` but not the quantized kernels; they are added here through its
   ``custom_mapping``, so the counts show that quantization keeps the multiply-adds and
   changes the kernel that does them;
+- :data:`TORCHAO_NEEDED` and :func:`require_torchao`: which parts of chapter 07 need which
+  torchao release, said plainly before an import fails deep inside torchao;
 - :func:`profiled_kernels`: the matrix-multiply kernels that actually ran, read from
   :mod:`torch.profiler` events (this sees inside ``torch.compile``-d graphs, which
   ``FlopCounterMode`` does not), and :func:`kernel_kind` to say whether each is a float,
@@ -44,7 +46,17 @@ __all__ = [
     "INT8_KERNELS",
     "INT4_KERNELS",
     "FLOAT_KERNELS",
+    "TORCHAO_NEEDED",
+    "require_torchao",
 ]
+
+#: What chapter 07 needs from torchao: (what, the name it imports, the first release that has
+#: it). Read from the wheels of torchao 0.13 to 0.18 (``scripts/torchao_api.json``, checked by
+#: ``tests/test_torchao_api.py``): every other name the chapter imports is in 0.13 and later.
+TORCHAO_NEEDED = (
+    ("the int4 weight-only rows", "PrototypeInt4WeightOnlyConfig", "0.18"),
+    ("the other sections", "quantize_, the int8 configs, PT2E, QATConfig", "0.13"),
+)
 
 #: Profiler names of int8 matrix-multiply kernels (eager and Inductor-lowered).
 INT8_KERNELS = frozenset(
@@ -279,3 +291,41 @@ def kernel_kind(name: str) -> str:
         f"kernel_kind: unknown kernel {name!r}; known: "
         f"{sorted(INT8_KERNELS | INT4_KERNELS | FLOAT_KERNELS)}"
     )
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"0.18.0+cu126"`` -> ``(0, 18, 0)``: the leading numeric parts of a version."""
+    parts = []
+    for part in version.split("+")[0].split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def require_torchao(version: str) -> None:
+    """Raise a plain message when the installed torchao is too old for chapter 07.
+
+    Args:
+        version: ``torchao.__version__``.
+
+    Raises:
+        TypeError: if ``version`` is not a string.
+        ValueError: if it does not start with a number.
+        RuntimeError: if it is older than a release in :data:`TORCHAO_NEEDED`; the message
+            names each part of the chapter that needs a newer torchao, the name it imports,
+            and what to install (torchao 0.18 needs torch 2.11 or newer).
+    """
+    check_type("require_torchao", "version", version, str)
+    have = _release(version)
+    if not have:
+        raise ValueError(f"require_torchao: version must start with a number, got {version!r}")
+    short = [(what, name, need) for what, name, need in TORCHAO_NEEDED if have < _release(need)]
+    if short:
+        lines = [f"- {what} need torchao >= {need} ({name})" for what, name, need in short]
+        raise RuntimeError(
+            f"This chapter needs a newer torchao than {version}:\n"
+            + "\n".join(lines)
+            + "\nInstall torchao>=0.18 (it needs torch >= 2.11), then restart the runtime."
+        )

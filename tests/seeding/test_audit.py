@@ -299,6 +299,7 @@ def test_audit_times_out_on_a_blocking_getitem_and_stops_the_workers(persistent)
         ({"timeout": float("inf")}, ValueError, "timeout must be a finite number"),
         ({"timeout": "5"}, TypeError, "timeout must be a number, got str"),
         ({"timeout": 2**70}, ValueError, "timeout must be <= "),
+        ({"multiprocessing_context": "thread"}, ValueError, "multiprocessing_context must be one"),
     ],
 )
 def test_audit_rejects_bad_arguments(kwargs, error, match):
@@ -343,3 +344,21 @@ def test_audit_is_reproducible_with_a_seeded_generator():
 
     a, b = run(), run()
     assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_audit_passes_the_start_method_to_the_loader(monkeypatch):
+    """The chapter names its start method (chapter 01: fork); the audit hands it on."""
+    from tricks_helpers.seeding import audit
+
+    seen = {}
+    real = audit.DataLoader
+
+    def spy(*args, **kwargs):
+        seen["ctx"] = kwargs.get("multiprocessing_context")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(audit, "DataLoader", spy)
+    report = find_duplicate_samples(
+        CopiedRNGs("generator"), items=2, multiprocessing_context="fork"
+    )
+    assert seen["ctx"] == "fork" and report.num_workers == 2

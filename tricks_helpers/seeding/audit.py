@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import multiprocessing
 import pickle
 import threading
 from collections.abc import Callable
@@ -22,7 +23,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
-from tricks_helpers._checks import check_bool, check_callable, check_int, check_number, check_type
+from tricks_helpers._checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_int,
+    check_number,
+    check_type,
+)
 from tricks_helpers.seeding.seeds import worker_seeding
 
 __all__ = ["DuplicateReport", "find_duplicate_samples", "fingerprint"]
@@ -240,6 +248,7 @@ def find_duplicate_samples(
     persistent_workers: bool = False,
     generator: torch.Generator | None = None,
     timeout: float = 120.0,
+    multiprocessing_context: str | None = None,
 ) -> DuplicateReport:
     """Audit a map-style dataset for random outputs that repeat across workers or epochs.
 
@@ -265,6 +274,9 @@ def find_duplicate_samples(
         generator: passed to the DataLoader (draws the workers' base seed each epoch).
         timeout: seconds to wait for each worker's batch (DataLoader's ``timeout=``); a
             ``__getitem__`` that blocks makes the audit fail instead of hanging forever.
+        multiprocessing_context: how the workers start (``"fork"``, ``"spawn"``,
+            ``"forkserver"``; ``None``: the platform's default), passed to the DataLoader.
+            Under spawn and forkserver the dataset and ``worker_init_fn`` must be importable.
 
     Returns:
         A :class:`DuplicateReport`; ``str()`` of it is a one-line summary.
@@ -289,6 +301,13 @@ def find_duplicate_samples(
     timeout = check_number(
         where, "timeout", timeout, minimum=0.0, strict_minimum=True, maximum=threading.TIMEOUT_MAX
     )
+    if multiprocessing_context is not None:
+        check_choice(
+            where,
+            "multiprocessing_context",
+            multiprocessing_context,
+            multiprocessing.get_all_start_methods(),
+        )
     n = _check_dataset(dataset)
 
     probe = sorted({int(i) for i in np.linspace(0, n - 1, min(items, n))})
@@ -302,6 +321,7 @@ def find_duplicate_samples(
         persistent_workers=persistent_workers,
         generator=generator,
         timeout=timeout,
+        multiprocessing_context=multiprocessing_context,
     )
     # streams[epoch][worker][item] = tuple of the item's `repeats` fingerprints
     streams: list[dict[int, dict[int, tuple[str, ...]]]] = []

@@ -1,0 +1,131 @@
+"""Check that a release is consistent before (and, with ``--publishing``, when) it is tagged.
+
+    python scripts/release_check.py                 the tree agrees with itself (make release-check)
+    python scripts/release_check.py --publishing    ... and the release tag exists, here and at
+                                                    repository.url (what Colab installs from)
+
+What must agree (one problem per line on stderr, exit 1 if any):
+
+- the one ref, ``repository.branch`` in ``_config.yml`` (Colab launch buttons, badges and the
+  set-up cell all use it), is ``v`` + ``version`` in ``pyproject.toml``;
+- ``CITATION.cff``'s ``version`` is the package version, and ``CHANGELOG.md`` has a section
+  ``## <version>``;
+- every chapter's Colab set-up cell and badge are what ``scripts/colab_cell.py`` stamps now;
+- with ``--publishing`` only: the tag exists in this clone (``git tag -l``) and in the
+  repository (``git ls-remote --tags <repository.url>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import yaml
+
+import colab_cell
+from find_notebooks import ROOT, chapter_notebooks
+
+#: Runs a git command, returns its stdout (raises CalledProcessError / OSError on failure).
+GitRunner = Callable[[list[str], Path], str]
+
+
+def package_version(root: Path = ROOT) -> str:
+    """``project.version`` of ``pyproject.toml``."""
+    with open(root / "pyproject.toml", "rb") as f:
+        return str(tomllib.load(f)["project"]["version"])
+
+
+def tree_problems(root: Path = ROOT) -> list[str]:
+    """What disagrees in the tree (ref, version, citation, changelog, stamped cells).
+
+    Returns:
+        One sentence per problem; empty when the tree is consistent.
+    """
+    problems = []
+    version = package_version(root)
+    config = root / "_config.yml"
+    try:
+        _, ref = colab_cell.read_config(config)
+    except ValueError as exc:
+        return [str(exc)]
+    if ref != f"v{version}":
+        problems.append(
+            f"_config.yml: repository.branch is {ref!r}, but pyproject.toml's version is "
+            f"{version!r}: set repository.branch: v{version} and run make colab"
+        )
+    cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8")) or {}
+    if str(cff.get("version")) != version:
+        problems.append(f"CITATION.cff: version is {cff.get('version')!r}, expected {version!r}")
+    changelog = (root / "CHANGELOG.md").read_text(encoding="utf-8")
+    if not re.search(rf"^## {re.escape(version)}\b", changelog, flags=re.M):
+        problems.append(f"CHANGELOG.md: no section '## {version}'")
+    source = colab_cell.cell_source(config)
+    for path in chapter_notebooks(root):
+        nb = nbformat.read(path, as_version=4)
+        badge = colab_cell.badge_source(config, path.relative_to(root).as_posix())
+        if colab_cell.stamp_badge(nb, badge) or colab_cell.stamp(nb, source):
+            problems.append(f"{path.name}: Colab set-up cell or badge stale: run make colab")
+    return problems
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def tag_problems(root: Path = ROOT, git: GitRunner = _git) -> list[str]:
+    """Whether the release tag exists in this clone and in ``repository.url``.
+
+    Args:
+        root: the repository's root.
+        git: runs ``git <args>`` in a directory and returns its stdout (replaced in tests).
+
+    Returns:
+        One sentence per problem; empty when the tag exists in both places.
+    """
+    url, ref = colab_cell.read_config(root / "_config.yml")
+    problems = []
+    try:
+        local = git(["tag", "-l", ref], root).split()
+    except (subprocess.CalledProcessError, OSError) as exc:
+        local = []
+        problems.append(f"git tag -l {ref} failed: {exc}")
+    if ref not in local:
+        problems.append(f"tag {ref} does not exist in this clone: git tag -a {ref} -m {ref}")
+    try:
+        remote = git(["ls-remote", "--tags", url, f"refs/tags/{ref}"], root)
+    except (subprocess.CalledProcessError, OSError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        return [*problems, f"git ls-remote {url} failed: {detail.strip()}"]
+    if f"refs/tags/{ref}" not in remote:
+        problems.append(f"tag {ref} is not in {url}: git push origin {ref}")
+    return problems
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT, git: GitRunner = _git) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--publishing", action="store_true", help="also require the tag, here and at the url"
+    )
+    args = parser.parse_args(argv)
+    problems = tree_problems(root)
+    if args.publishing:
+        problems += tag_problems(root, git)
+    for problem in problems:
+        print(f"release-check: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    _, ref = colab_cell.read_config(root / "_config.yml")
+    extra = ", tag present here and at the repository" if args.publishing else ""
+    print(f"release-check: {ref} is consistent (version, citation, changelog, Colab cells{extra})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
