@@ -35,7 +35,9 @@ from tricks_helpers.storage.manifest import (
     MANIFEST,
     CorruptRecordError,
     StorageError,
+    StorageWarning,
     StoreInfo,
+    StoreReplacedError,
     TruncatedStoreError,
     info,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "StorageError",
     "CorruptRecordError",
     "TruncatedStoreError",
+    "StoreReplacedError",
+    "StorageWarning",
     "StoreInfo",
     "write",
     "recover",

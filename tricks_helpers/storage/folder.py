@@ -56,7 +56,8 @@ class Reader:
     def get(self, index: int) -> bytes:
         key = self.store.keys[index]
         try:
-            return (self.store.path / key).read_bytes()
+            with self.store.open(key) as f:
+                return f.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise TruncatedStoreError(
                 f"store {self.store.name!r} (folder): record {index} {key!r} is missing", index, key

@@ -23,11 +23,15 @@ import hashlib
 import json
 import os
 import re
+import stat
+import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from tricks_helpers._checks import check_int, check_type
+from tricks_helpers.storage._files import identity
 
 __all__ = [
     "FORMATS",
@@ -36,9 +40,13 @@ __all__ = [
     "StorageError",
     "CorruptRecordError",
     "TruncatedStoreError",
+    "StoreReplacedError",
+    "StorageWarning",
     "StoreInfo",
     "Store",
     "open_store",
+    "is_store",
+    "new_generation",
     "info",
     "sha256",
     "check_key",
@@ -52,13 +60,15 @@ __all__ = [
 FORMATS = ("folder", "lmdb", "tar", "hdf5")
 #: Name of the manifest file inside every store directory (a reserved key in ``"folder"``).
 MANIFEST = "_store.json"
-#: Manifest version written and read by this module.
-VERSION = 2
+#: Manifest version written and read by this module (3: a ``generation`` per write).
+VERSION = 3
 #: Payload files of the single-file formats (relative to the store).
 SINGLE_FILE = {"lmdb": "lmdb/data.mdb", "hdf5": "data.h5"}
 TAR_BLOCK = 512
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 _SHARD = re.compile(r"shard-\d{5}\.tar")
+_PROC_FD = "/proc/self/fd"
 _WHERE = {"folder": 0, "lmdb": 0, "hdf5": 0, "tar": 2}  # extra fields per record row
 
 
@@ -78,6 +88,15 @@ class CorruptRecordError(StorageError):
 
 class TruncatedStoreError(CorruptRecordError):
     """A payload file is shorter or longer than recorded, or missing."""
+
+
+class StoreReplacedError(StorageError):
+    """The store was replaced (written again) while it was being read: a reader never mixes
+    records of two generations, nor reports a healthy new store as damaged."""
+
+
+class StorageWarning(UserWarning):
+    """Something was left on disk that could not be removed (the message says what, where)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +192,12 @@ def _validate(name: str, m: dict) -> None:
     fmt, records, files = m.get("format"), m.get("records"), m.get("files")
     if fmt not in FORMATS or not isinstance(records, list) or not isinstance(files, dict):
         raise _bad(name, "format, records or files missing")
+    if not (isinstance(m.get("generation"), str) and _HEX32.fullmatch(m["generation"])):
+        raise _bad(name, "generation missing or malformed")
+    if fmt == "lmdb" and not (
+        isinstance(m.get("lmdb_tree"), str) and _HEX64.fullmatch(m["lmdb_tree"])
+    ):
+        raise _bad(name, "lmdb_tree digest missing or malformed")
     if m.get("count") != len(records):
         raise _bad(name, f"count {m.get('count')!r} but {len(records)} records listed")
     for rel, entry in files.items():
@@ -226,15 +251,84 @@ def _validate(name: str, m: dict) -> None:
 
 
 class Store:
-    """A store's checked manifest: name, format, keys, record rows (opens no payload file)."""
+    """A store's checked manifest and its directory, held open (opens no payload file).
 
-    def __init__(self, path: Path, manifest: dict):
+    The directory is held by a file descriptor from :func:`open_store` on: every payload file
+    is opened through it, so a reader reads the generation whose manifest it holds even when
+    the store is written again at the same path (:func:`tricks_helpers.storage.write` swaps
+    directories). A copy sent to another process by pickling opens the directory again and
+    checks the manifest's ``generation``: :class:`StoreReplacedError` where it changed. A copy
+    made by ``fork`` shares the descriptor, so it reads the same generation.
+    """
+
+    def __init__(self, path: Path, manifest: dict, fd: int):
         self.path, self.manifest = path, manifest
         self.name = path.name
         self.format: str = manifest["format"]
+        self.generation: str = manifest["generation"]
         self.records: list[list] = manifest["records"]
         self.keys: list[str] = [r[0] for r in self.records]
         self.files: dict[str, list] = manifest["files"]
+        self._set_fd(fd)
+
+    def _set_fd(self, fd: int | None) -> None:
+        self._fd = fd
+        if fd is not None:
+            self._finalizer = weakref.finalize(self, os.close, fd)
+
+    @property
+    def fd(self) -> int:
+        """The store directory's descriptor (opened again, and checked, after unpickling)."""
+        if self._fd is None:
+            fd, manifest = _open_dir(self.path, "storage")
+            if manifest.get("generation") != self.generation:
+                os.close(fd)
+                raise self.replaced_error()
+            self._set_fd(fd)
+        return self._fd
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fd", "_finalizer")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._fd = None
+
+    def open(self, rel: str) -> BinaryIO:
+        """Payload file ``rel`` of this generation, opened for reading (unbuffered)."""
+        return open(rel, "rb", buffering=0, opener=lambda n, fl: os.open(n, fl, dir_fd=self.fd))
+
+    def stat(self, rel: str) -> os.stat_result | None:
+        """``os.stat`` of payload file ``rel`` of this generation, None where it is missing."""
+        try:
+            st = os.stat(rel, dir_fd=self.fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return st if stat.S_ISREG(st.st_mode) else None
+
+    def file_path(self, rel: str) -> str:
+        """A path to ``rel`` of this generation for libraries that open by name (LMDB, HDF5):
+        through ``/proc/self/fd`` where the OS has it, else the store's path."""
+        if os.path.isdir(_PROC_FD):
+            return f"{_PROC_FD}/{self.fd}/{rel}"
+        return str(self.path / rel)
+
+    def replaced(self) -> bool:
+        """Whether ``path`` now holds another generation (or nothing) than this one."""
+        try:
+            if identity(os.stat(self.path)) == identity(os.fstat(self.fd)):
+                return False
+            fd, manifest = _open_dir(self.path, "storage")
+            os.close(fd)
+        except (OSError, StorageError):
+            return True
+        return manifest.get("generation") != self.generation
+
+    def replaced_error(self) -> StoreReplacedError:
+        return StoreReplacedError(
+            f"store {self.name!r} was replaced while reading (written again at the same "
+            f"path); open it again to read the new version"
+        )
 
     def __len__(self) -> int:
         return len(self.records)
@@ -258,8 +352,47 @@ class Store:
         return StoreInfo(self.name, self.format, len(self), sum(r[1] for r in self.records))
 
 
+def _read_manifest(fd: int, name: str) -> dict:
+    """The manifest in directory ``fd``, its digest checked (not its fields)."""
+    try:
+        mfd = os.open(MANIFEST, os.O_RDONLY, dir_fd=fd)
+        with open(mfd, "rb") as f:
+            m = json.loads(f.read().decode("utf-8"))
+        digest = m.pop("digest")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _bad(name, f"unreadable ({type(exc).__name__})") from None
+    if not isinstance(digest, str) or sha256(_canonical(m)) != digest:
+        raise _bad(name, "it fails its digest (changed after it was written)")
+    return m
+
+
+def _open_dir(path: Path, where: str) -> tuple[int, dict]:
+    """A descriptor of the store directory ``path`` and its digest-checked manifest."""
+    not_store = StorageError(
+        f"{where}: {path.name!r} is not a store written by "
+        f"tricks_helpers.storage (no {MANIFEST} manifest)"
+    )
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except FileNotFoundError:
+        raise StorageError(f"{where}: no store at {path.name!r}") from None
+    except NotADirectoryError:
+        raise not_store from None
+    try:
+        try:
+            is_file = stat.S_ISREG(os.stat(MANIFEST, dir_fd=fd).st_mode)
+        except FileNotFoundError:
+            is_file = False
+        if not is_file:
+            raise not_store
+        return fd, _read_manifest(fd, path.name)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def open_store(path: str | os.PathLike, where: str = "storage") -> Store:
-    """Read and check a store's manifest.
+    """Read and check a store's manifest, and hold its directory open (see :class:`Store`).
 
     Raises:
         TypeError: ``path`` is not a str or PathLike.
@@ -267,28 +400,54 @@ def open_store(path: str | os.PathLike, where: str = "storage") -> Store:
         CorruptRecordError: the manifest is unreadable, fails its digest or a field check.
     """
     path = as_path(where, path)
-    if not path.exists():
-        raise StorageError(f"{where}: no store at {path.name!r}")
-    mpath = path / MANIFEST
-    if not path.is_dir() or not mpath.is_file():
-        raise StorageError(
-            f"{where}: {path.name!r} is not a store written by "
-            f"tricks_helpers.storage (no {MANIFEST} manifest)"
-        )
+    fd, m = _open_dir(path, where)
     try:
-        m = json.loads(mpath.read_bytes().decode("utf-8"))
-        digest = m.pop("digest")
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise _bad(path.name, f"unreadable ({type(exc).__name__})") from None
-    if not isinstance(digest, str) or sha256(_canonical(m)) != digest:
-        raise _bad(path.name, "it fails its digest (changed after it was written)")
-    if m.get("version") != VERSION:
-        raise StorageError(
-            f"{where}: {path.name!r} has manifest version {m.get('version')!r}; "
-            f"this module reads version {VERSION}: write the store again"
-        )
-    _validate(path.name, m)
-    return Store(path, m)
+        if m.get("version") != VERSION:
+            raise StorageError(
+                f"{where}: {path.name!r} has manifest version {m.get('version')!r}; "
+                f"this module reads version {VERSION}: write the store again"
+            )
+        _validate(path.name, m)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Store(path, m, fd)
+
+
+def is_store(path: Path) -> str | None:
+    """Why the directory ``path`` is not a store this module wrote (None when it is one).
+
+    A store is recognised by its manifest's content (a valid digest, a known format, a
+    version, records and files), never by the name alone, and holds nothing but what its
+    manifest lists: a user's folder that merely contains a file named :data:`MANIFEST`, or a
+    store a user added files to, is not one.
+    """
+    try:
+        fd, m = _open_dir(path, "write")
+        os.close(fd)
+    except StorageError as exc:
+        return str(exc).split(": ", 1)[-1]
+    records, files = m.get("records"), m.get("files")
+    if not (
+        m.get("format") in FORMATS
+        and isinstance(m.get("version"), int)
+        and isinstance(records, list)
+        and isinstance(files, dict)
+        and all(isinstance(r, list) and r and isinstance(r[0], str) for r in records)
+    ):
+        return "its manifest does not describe a store"
+    mine = {MANIFEST} | {rel.split("/")[0] for rel in files}
+    if m["format"] == "folder":
+        mine |= {r[0].split("/")[0] for r in records}
+    foreign = sorted(set(os.listdir(path)) - mine)
+    if foreign:
+        return f"it holds files its manifest does not list ({', '.join(map(repr, foreign[:3]))})"
+    return None
+
+
+def new_generation() -> str:
+    """A fresh random generation id for a manifest (32 hex digits)."""
+    return uuid.uuid4().hex
 
 
 def checked(store: Store, index: int, value: bytes) -> bytes:
