@@ -39,9 +39,9 @@ from tricks_helpers.storage.manifest import (
     StoreInfo,
     StoreReplacedError,
     TruncatedStoreError,
-    info,
 )
 from tricks_helpers.storage.reading import read_all, read_syscalls, verify
+from tricks_helpers.storage.store import info
 from tricks_helpers.storage.writing import recover, write
 
 __all__ = [

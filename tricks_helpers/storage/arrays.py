@@ -34,9 +34,9 @@ from tricks_helpers.storage.manifest import (
     StoreReplacedError,
     TruncatedStoreError,
     as_path,
-    open_store,
 )
 from tricks_helpers.storage.reading import read_all
+from tricks_helpers.storage.store import open_store
 from tricks_helpers.storage.writing import _progress, check_target
 
 __all__ = ["InMemoryStore", "write_memmap", "MemmapDataset"]

@@ -24,7 +24,7 @@ datasets do not hash whole files, so run :func:`~tricks_helpers.storage.verify` 
 copied or suspect. A store written again at the same path while a dataset reads it is never
 mixed in: the dataset reads the generation it opened, or raises
 :class:`~tricks_helpers.storage.StoreReplacedError` (see
-:class:`~tricks_helpers.storage.manifest.Store`).
+:class:`~tricks_helpers.storage.store.Store`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from tricks_helpers._checks import check_bool, check_callable, check_int
 from tricks_helpers.storage._files import PerProcess
 from tricks_helpers.storage.formats import reader
-from tricks_helpers.storage.manifest import StorageError, checked, open_store
+from tricks_helpers.storage.manifest import StorageError
 from tricks_helpers.storage.reading import replaced_or
+from tricks_helpers.storage.store import checked, open_store
 
 __all__ = ["StoreDataset", "StoreIterableDataset", "StoreReading", "key_and_value"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tricks_helpers.storage.manifest import Store, TruncatedStoreError, check_folder_key
+from tricks_helpers.storage.manifest import TruncatedStoreError, check_folder_key
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (plain reads: yes).
 SAFE_TO_PARSE_DAMAGED = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from tricks_helpers.storage import folder, hdf5_store, lmdb_store, tar_store
-from tricks_helpers.storage.manifest import Store
+from tricks_helpers.storage.store import Store
 
 __all__ = ["FORMAT_MODULES", "reader"]
 

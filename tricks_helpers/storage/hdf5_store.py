@@ -23,12 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from tricks_helpers.storage.manifest import (
-    SINGLE_FILE,
-    CorruptRecordError,
-    Store,
-    TruncatedStoreError,
-)
+from tricks_helpers.storage.manifest import SINGLE_FILE, CorruptRecordError, TruncatedStoreError
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (HDF5: no).
 SAFE_TO_PARSE_DAMAGED = False

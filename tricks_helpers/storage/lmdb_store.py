@@ -31,12 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from tricks_helpers._checks import check_int
-from tricks_helpers.storage.manifest import (
-    SINGLE_FILE,
-    CorruptRecordError,
-    Store,
-    TruncatedStoreError,
-)
+from tricks_helpers.storage.manifest import SINGLE_FILE, CorruptRecordError, TruncatedStoreError
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (LMDB: no, it may crash).
 SAFE_TO_PARSE_DAMAGED = False

@@ -2,7 +2,7 @@
 
 :func:`verify` (and :func:`read_all` with ``check=True``) checks, in this order:
 
-1. the manifest: its digest and every field (:func:`tricks_helpers.storage.manifest.open_store`);
+1. the manifest: its digest and every field (:func:`tricks_helpers.storage.store.open_store`);
 2. the size of every payload file (:class:`TruncatedStoreError`; a short memory-mapped file
    would crash an LMDB reader with SIGBUS);
 3. for LMDB and HDF5, the SHA-256 of every payload file **before the library opens it**: a
@@ -31,13 +31,11 @@ from tricks_helpers.storage.formats import FORMAT_MODULES, reader
 from tricks_helpers.storage.manifest import (
     CorruptRecordError,
     StorageError,
-    Store,
     StoreInfo,
     StoreReplacedError,
     TruncatedStoreError,
-    checked,
-    open_store,
 )
+from tricks_helpers.storage.store import Store, checked, open_store
 
 __all__ = [
     "replaced_or",

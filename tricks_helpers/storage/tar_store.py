@@ -25,12 +25,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tricks_helpers._checks import check_int
-from tricks_helpers.storage.manifest import (
-    TAR_BLOCK,
-    CorruptRecordError,
-    Store,
-    TruncatedStoreError,
-)
+from tricks_helpers.storage.manifest import TAR_BLOCK, CorruptRecordError, TruncatedStoreError
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (plain reads: yes).
 SAFE_TO_PARSE_DAMAGED = True

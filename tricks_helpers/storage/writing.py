@@ -44,12 +44,12 @@ from tricks_helpers.storage.manifest import (
     StoreInfo,
     as_path,
     check_key,
-    is_store,
     manifest_bytes,
     new_generation,
     sha256,
 )
 from tricks_helpers.storage.reading import verify
+from tricks_helpers.storage.store import is_store
 
 __all__ = ["write", "recover", "check_target", "install", "left_behind"]
 

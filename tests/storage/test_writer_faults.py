@@ -1,4 +1,4 @@
-"""Fault tests of tricks_helpers.storage that need a separate process.
+"""Writer faults that need a separate process (tests of tricks_helpers.storage.writing).
 
 - A writer SIGKILLed at random moments (and at every stage of :func:`storage.write`) leaves
   the final path holding nothing, the old store, or the complete verified new store; the next
