@@ -10,12 +10,14 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections import Counter
 
 import numpy as np
 import pytest
 
 from tricks_helpers import storage
-from tricks_helpers.storage import writing
+from tricks_helpers.storage import _files, writing
 
 RECS = [(f"k{i:04d}", bytes([i % 251]) * (20 + (i * 37) % 300)) for i in range(600)]
 
@@ -167,3 +169,145 @@ def test_a_pickled_dataset_of_a_replaced_store_raises_replaced(tmp_path):
     storage.write_memmap(mm, [np.ones((2, 2), np.uint8)], 1, (2, 2), overwrite=True)
     with pytest.raises(storage.StoreReplacedError, match="'a.npy' was replaced while reading"):
         pickle.loads(mcopy)[0]
+
+
+# ------------------------------------------------------------ verify while the store is replaced
+
+_REWRITER = r"""
+import sys
+from pathlib import Path
+from tricks_helpers import storage
+st, stop, count = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+formats, n = sys.argv[4].split(","), 0
+while not stop.exists():
+    fmt = formats[n % len(formats)]
+    recs = [(f"c/{i:03d}", bytes([n % 251]) * (200 + i)) for i in range(60)]
+    storage.write(st, recs, fmt, overwrite=True, **({"shard_records": 8} if fmt == "tar" else {}))
+    n += 1
+    count.with_suffix(".new").write_text(str(n))
+    count.with_suffix(".new").replace(count)
+"""
+
+
+@pytest.mark.parametrize("formats", ["folder,tar", "lmdb,hdf5"])
+def test_verify_while_another_process_replaces_the_store_never_reports_damage(tmp_path, formats):
+    st, stop, count = tmp_path / "s", tmp_path / "stop", tmp_path / "count"
+    storage.write(st, [("c/000", b"x")], "tar")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _REWRITER, str(st), str(stop), str(count), formats],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    outcomes = Counter()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and int(count.read_text() if count.exists() else 0) < 12:
+            try:
+                storage.verify(st)  # a CorruptRecordError here is the false alarm: test fails
+                list(storage.read_all(st))
+                outcomes["ok"] += 1
+            except storage.StoreReplacedError:
+                outcomes["replaced"] += 1
+        writes = int(count.read_text())
+    finally:
+        stop.touch()
+        _, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err[-2000:]
+    assert writes >= 12, "the store was hardly replaced: the race was not exercised"
+    assert outcomes["ok"] + outcomes["replaced"] >= 12, outcomes
+    storage.verify(st)
+
+
+# ------------------------------------------------------------ recover when a leftover stays
+
+
+def test_recover_reports_a_leftover_it_cannot_remove_once_per_call(tmp_path, monkeypatch):
+    storage.write(tmp_path / "s", [("a", b"1")], "tar")
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    tmp = tmp_path / f".s.tmp-{writing.HOST}-{dead}-0123abcd"
+    (tmp / "sub").mkdir(parents=True)
+    (tmp / "sub" / "junk").write_bytes(b"half a store")
+    old = tmp_path / f".s.old-{writing.HOST}-{dead}-0123abcd"
+    storage.write(old, [("a", b"0")], "tar")
+
+    def rmtree_denied(path, onerror=None, **_):  # as for a read-only folder, as a non-root user
+        onerror(
+            os.rmdir, str(path), (PermissionError, PermissionError(13, "Permission denied"), None)
+        )
+
+    monkeypatch.setattr(_files.shutil, "rmtree", rmtree_denied)
+    for _ in range(2):  # each call tries again, and says so again
+        with pytest.warns(storage.StorageWarning) as caught:
+            done = storage.recover(tmp_path / "s")
+        assert len(caught) == 2, [str(w.message) for w in caught]
+        assert done == [
+            f"could not remove {old.name!r} (an old store) in the folder of the store: "
+            "PermissionError: Permission denied; it is left there, remove it by hand",
+            f"could not remove {tmp.name!r} (a temporary) in the folder of the store: "
+            "PermissionError: Permission denied; it is left there, remove it by hand",
+        ]
+        assert not any(line.startswith("removed") for line in done)
+        assert (tmp / "sub" / "junk").exists() and old.exists()
+    monkeypatch.undo()
+    assert storage.recover(tmp_path / "s") == [f"removed {old.name}", f"removed {tmp.name}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
+
+# ------------------------------------------------------------ HDF5 read unchecked, damaged
+
+_HDF5_CHILD = r"""
+import json, os, sys
+from pathlib import Path
+from tricks_helpers import storage
+from tricks_helpers.storage import datasets
+st = Path(sys.argv[1]) / "s"
+recs = [(f"k{i:03d}", bytes([i % 251 + 1]) * (100 + 13 * i)) for i in range(40)]
+storage.write(st, recs, "hdf5")
+f = st / "data.h5"
+clean = f.read_bytes()
+size = len(clean)
+cases = [("truncate", n) for n in range(0, size, size // 5)]
+cases += [("flip", (p, 1 << (p % 8))) for p in range(0, 2400, 37)]  # superblock, headers
+cases += [("flip", (p, 0x40)) for p in range(2400, size, size // 20)]  # values, offsets, b-tree
+for kind, arg in cases:
+    pid = os.fork()
+    if pid == 0:  # both readers in one child: a signal in either kills it
+        if kind == "truncate":
+            os.truncate(f, arg)
+        else:
+            b = bytearray(clean); b[arg[0]] ^= arg[1]; f.write_bytes(bytes(b))
+        codes = []
+        for mode in ("dataset", "unchecked"):
+            try:
+                if mode == "dataset":
+                    ds = datasets.StoreDataset(st, check=False)
+                    got = [ds[i] for i in range(len(ds))]
+                else:
+                    got = list(storage.read_all(st, check=False))
+                codes.append(0 if got == recs else 1)  # 1: the unchecked (damaged) bytes
+            except storage.StorageError:
+                codes.append(3)
+            except BaseException:
+                codes.append(4)
+        os._exit(codes[0] * 16 + codes[1])
+    status = os.waitpid(pid, 0)[1]
+    print(json.dumps({"kind": kind, "arg": arg, "status": status}), flush=True)
+"""
+
+
+def test_damaged_hdf5_read_unchecked_never_kills_the_reader(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", _HDF5_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(rows) > 80
+    assert [r for r in rows if os.WIFSIGNALED(r["status"])] == []
+    codes = Counter(c for r in rows for c in divmod(os.WEXITSTATUS(r["status"]), 16))
+    assert set(codes) <= {0, 1, 3}, codes  # never 4: a raw h5py error
+    assert codes[3] > 0 and codes[0] > 0  # some damage is detected, some harmless
+    truncated = {os.WEXITSTATUS(r["status"]) for r in rows if r["kind"] == "truncate"}
+    assert truncated == {3 * 16 + 3}
