@@ -77,3 +77,43 @@ def test_memmap_errors_leave_no_file(tmp_path):
     (tmp_path / "bad.npy").write_bytes(b"junk")
     with pytest.raises(StorageError, match="cannot read 'bad.npy'"):
         storage.MemmapDataset(tmp_path / "bad.npy")
+
+
+@pytest.mark.parametrize(
+    "labels, exc, match",
+    [
+        ("abcd", TypeError, "labels must be a 1-D sequence of integers.*got str"),
+        (4, TypeError, "labels must be a 1-D sequence of integers.*got int"),
+        ([float("nan")] * 4, TypeError, "got float64 values"),
+        ([None] * 4, TypeError, "got object values"),
+        (np.zeros((4, 2), np.int64), ValueError, r"got shape \(4, 2\)"),
+        (np.full(4, 2**63, np.uint64), ValueError, "does not fit in int64"),
+        ([0, 1], ValueError, "2 labels for 4 arrays"),
+        ([], ValueError, "0 labels for 4 arrays"),
+    ],
+)
+def test_memmap_labels_are_one_integer_per_array(tmp_path, labels, exc, match):
+    path = storage.write_memmap(tmp_path / "x.npy", [np.zeros((2, 2), np.uint8)] * 4, 4, (2, 2))
+    with pytest.raises(exc, match=f"MemmapDataset: .*{match}"):
+        storage.MemmapDataset(path, labels=labels)
+    for ok in (
+        range(4),
+        np.arange(4, dtype=np.uint8),
+        torch.arange(4),
+        [np.int64(i) for i in range(4)],
+    ):
+        ds = storage.MemmapDataset(path, labels=ok)
+        assert [int(ds[i][1]) for i in range(4)] == [0, 1, 2, 3]
+        assert ds[3][1].dtype == torch.int64 and ds[3][1].shape == ()
+
+
+def test_write_memmap_names_a_wrong_shape_or_arrays_argument(tmp_path):
+    a = np.zeros((2, 2), np.uint8)
+    with pytest.raises(TypeError, match="write_memmap: shape must be tuple or list, got NoneType"):
+        storage.write_memmap(tmp_path / "x.npy", [a], count=1, shape=None)
+    with pytest.raises(TypeError, match="write_memmap: shape must be tuple or list, got int"):
+        storage.write_memmap(tmp_path / "x.npy", [a], count=1, shape=2)
+    with pytest.raises(TypeError, match="write_memmap: arrays must be an iterable of uint8 arrays"):
+        storage.write_memmap(tmp_path / "x.npy", None, count=1, shape=(2, 2))
+    assert list(tmp_path.iterdir()) == []
+    assert np.array_equal(np.load(storage.write_memmap(tmp_path / "x.npy", [a], 1, [2, 2])), [a])

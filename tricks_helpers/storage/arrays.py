@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from tricks_helpers._checks import check_bool, check_callable, check_int
+from tricks_helpers._checks import check_bool, check_callable, check_int, check_type
 from tricks_helpers.storage._files import PerProcess, identity, remove_tree, temporary_name
 from tricks_helpers.storage.datasets import key_and_value
 from tricks_helpers.storage.manifest import (
@@ -123,6 +123,11 @@ def write_memmap(
     if path.suffix != ".npy":
         raise ValueError(f"write_memmap: path must end in .npy, got {path.name!r}")
     count = check_int("write_memmap", "count", count, minimum=1)
+    check_type("write_memmap", "shape", shape, (tuple, list))
+    if isinstance(arrays, (str, bytes)) or not isinstance(arrays, Iterable):
+        raise TypeError(
+            f"write_memmap: arrays must be an iterable of uint8 arrays, got {type(arrays).__name__}"
+        )
     shape = tuple(shape)
     if not shape or not all(
         isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape
@@ -154,6 +159,25 @@ def write_memmap(
         remove_tree(tmp)  # best effort: the original error matters more
         raise
     return path
+
+
+def _labels(labels: Any, count: int) -> torch.Tensor:
+    """``labels`` as a 1-D int64 tensor of ``count`` integers (TypeError/ValueError else)."""
+    where = "MemmapDataset: labels must be a 1-D sequence of integers, one per array"
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise TypeError(f"{where}; got {type(labels).__name__}")
+    if isinstance(labels, torch.Tensor):
+        labels = labels.detach().cpu().numpy()
+    arr = np.asarray(labels if isinstance(labels, np.ndarray) else list(labels))
+    if arr.ndim != 1:
+        raise ValueError(f"{where}; got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{where}; got {arr.dtype} values")
+    if arr.size and arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{where}; {arr.max()} does not fit in int64")
+    if len(arr) != count:
+        raise ValueError(f"MemmapDataset: {len(arr)} labels for {count} arrays")
+    return torch.as_tensor(arr.astype(np.int64))
 
 
 def _why_not_npy(path: Path) -> str | None:
@@ -194,8 +218,8 @@ class MemmapDataset(Dataset):
         labels: optional sequence of ints, one per row.
 
     Raises:
-        StorageError: the file is missing or not a 2-D+ uint8 ``.npy``. ValueError: labels of
-        the wrong length.
+        StorageError: the file is missing or not a 2-D+ uint8 ``.npy``. TypeError: labels that
+        are not integers. ValueError: labels of the wrong length or not 1-D.
     """
 
     def __init__(self, path: str | os.PathLike, labels: Iterable[int] | None = None):
@@ -217,9 +241,7 @@ class MemmapDataset(Dataset):
                 f"MemmapDataset: {self.path.name!r} has {st.st_size} bytes, "
                 f"expected {self.file_bytes}"
             )
-        self.labels = None if labels is None else torch.as_tensor(list(labels), dtype=torch.long)
-        if self.labels is not None and len(self.labels) != self.shape[0]:
-            raise ValueError(f"MemmapDataset: {len(self.labels)} labels for {self.shape[0]} arrays")
+        self.labels = None if labels is None else _labels(labels, self.shape[0])
         self._file = PerProcess(self._open, os.close)
 
     def _open(self) -> int:
