@@ -35,11 +35,13 @@ from tricks_helpers.storage.manifest import (
     MANIFEST,
     CorruptRecordError,
     StorageError,
+    StorageWarning,
     StoreInfo,
+    StoreReplacedError,
     TruncatedStoreError,
-    info,
 )
 from tricks_helpers.storage.reading import read_all, read_syscalls, verify
+from tricks_helpers.storage.store import info
 from tricks_helpers.storage.writing import recover, write
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "StorageError",
     "CorruptRecordError",
     "TruncatedStoreError",
+    "StoreReplacedError",
+    "StorageWarning",
     "StoreInfo",
     "write",
     "recover",

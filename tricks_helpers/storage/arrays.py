@@ -5,8 +5,14 @@
   reading a sample touches no per-sample Python object (whose reference count would copy the
   page it lives on into each worker).
 - :func:`write_memmap` writes pre-decoded ``uint8`` arrays of one shape into one standard
-  ``.npy`` file, through a temporary name (see :mod:`tricks_helpers.storage.writing`);
-  :class:`MemmapDataset` reads it through ``numpy.memmap``, opened lazily once per process.
+  ``.npy`` file, through a temporary name (see :mod:`tricks_helpers.storage.writing`), with
+  ordinary file writes: a full disk is an :class:`OSError` (a write through a memory map of a
+  sparse file would kill the process with SIGBUS instead).
+- :class:`MemmapDataset` reads one row with one ``pread`` from a file it opened lazily, once per
+  process: the same page cache as ``numpy.memmap``, but a file truncated while it is open gives
+  a short read and :class:`~tricks_helpers.storage.TruncatedStoreError`, never SIGBUS. A worker
+  started after the file was written again raises
+  :class:`~tricks_helpers.storage.StoreReplacedError` instead of reading another data set.
 """
 
 from __future__ import annotations
@@ -20,11 +26,18 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from tricks_helpers._checks import check_bool, check_callable, check_int
+from tricks_helpers._checks import check_bool, check_callable, check_int, check_type
+from tricks_helpers.storage._files import PerProcess, identity, remove_tree, temporary_name
 from tricks_helpers.storage.datasets import key_and_value
-from tricks_helpers.storage.manifest import StorageError, as_path, open_store
+from tricks_helpers.storage.manifest import (
+    StorageError,
+    StoreReplacedError,
+    TruncatedStoreError,
+    as_path,
+)
 from tricks_helpers.storage.reading import read_all
-from tricks_helpers.storage.writing import _progress, _remove, check_target, temporary_name
+from tricks_helpers.storage.store import open_store
+from tricks_helpers.storage.writing import _progress, check_target
 
 __all__ = ["InMemoryStore", "write_memmap", "MemmapDataset"]
 
@@ -110,6 +123,11 @@ def write_memmap(
     if path.suffix != ".npy":
         raise ValueError(f"write_memmap: path must end in .npy, got {path.name!r}")
     count = check_int("write_memmap", "count", count, minimum=1)
+    check_type("write_memmap", "shape", shape, (tuple, list))
+    if isinstance(arrays, (str, bytes)) or not isinstance(arrays, Iterable):
+        raise TypeError(
+            f"write_memmap: arrays must be an iterable of uint8 arrays, got {type(arrays).__name__}"
+        )
     shape = tuple(shape)
     if not shape or not all(
         isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape
@@ -117,30 +135,75 @@ def write_memmap(
         raise ValueError(f"write_memmap: shape must be positive integers, got {shape!r}")
     shape = tuple(int(s) for s in shape)
     check_bool("write_memmap", "overwrite", overwrite)
-    check_target("write_memmap", path, overwrite, lambda p: p.is_file())
+    check_target("write_memmap", path, overwrite, _why_not_npy)
     tmp = temporary_name(path)
+    header = {"descr": "|u1", "fortran_order": False, "shape": (count, *shape)}
     try:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(count, *shape))
-        n = 0
-        for a in _progress(arrays, count, progress, "write memmap"):
-            a = np.asarray(a)
-            if n >= count:
-                raise ValueError(f"write_memmap: more than count={count} arrays")
-            if a.dtype != np.uint8 or a.shape != shape:
-                raise ValueError(
-                    f"write_memmap: array {n} is {a.dtype} {a.shape}, expected uint8 {shape}"
-                )
-            out[n] = a
-            n += 1
-        if n != count:
-            raise ValueError(f"write_memmap: got {n} arrays, expected count={count}")
-        out.flush()
-        del out
+        with open(tmp, "xb") as out:
+            np.lib.format.write_array_header_1_0(out, header)
+            n = 0
+            for a in _progress(arrays, count, progress, "write memmap"):
+                a = np.asarray(a)
+                if n >= count:
+                    raise ValueError(f"write_memmap: more than count={count} arrays")
+                if a.dtype != np.uint8 or a.shape != shape:
+                    raise ValueError(
+                        f"write_memmap: array {n} is {a.dtype} {a.shape}, expected uint8 {shape}"
+                    )
+                out.write(np.ascontiguousarray(a).data)  # a full disk: OSError here
+                n += 1
+            if n != count:
+                raise ValueError(f"write_memmap: got {n} arrays, expected count={count}")
         os.replace(tmp, path)
     except BaseException:
-        _remove(tmp)
+        remove_tree(tmp)  # best effort: the original error matters more
         raise
     return path
+
+
+def _labels(labels: Any, count: int) -> torch.Tensor:
+    """``labels`` as a 1-D int64 tensor of ``count`` integers (TypeError/ValueError else)."""
+    where = "MemmapDataset: labels must be a 1-D sequence of integers, one per array"
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise TypeError(f"{where}; got {type(labels).__name__}")
+    if isinstance(labels, torch.Tensor):
+        labels = labels.detach().cpu().numpy()
+    arr = np.asarray(labels if isinstance(labels, np.ndarray) else list(labels))
+    if arr.ndim != 1:
+        raise ValueError(f"{where}; got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{where}; got {arr.dtype} values")
+    if arr.size and arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{where}; {arr.max()} does not fit in int64")
+    if len(arr) != count:
+        raise ValueError(f"MemmapDataset: {len(arr)} labels for {count} arrays")
+    return torch.as_tensor(arr.astype(np.int64))
+
+
+def _why_not_npy(path: Path) -> str | None:
+    return None if path.is_file() else "not a file"
+
+
+def _open_rows(path: Path) -> tuple[int, tuple[int, ...], int]:
+    """Open a ``.npy`` file of ``uint8`` rows: ``(descriptor, shape, data offset)``."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            version = np.lib.format.read_magic(f)
+            read_header = {
+                (1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0,
+            }.get(version)
+            if read_header is None:
+                raise ValueError(f".npy version {version}")
+            shape, fortran, dtype = read_header(f)
+            offset = f.tell()
+        if dtype != np.uint8 or fortran or len(shape) < 2:
+            raise ValueError(f"holds {dtype} of shape {shape}")
+        return fd, tuple(shape), offset
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class MemmapDataset(Dataset):
@@ -155,32 +218,45 @@ class MemmapDataset(Dataset):
         labels: optional sequence of ints, one per row.
 
     Raises:
-        StorageError: the file is missing or not a 2-D+ uint8 ``.npy``. ValueError: labels of
-        the wrong length.
+        StorageError: the file is missing or not a 2-D+ uint8 ``.npy``. TypeError: labels that
+        are not integers. ValueError: labels of the wrong length or not 1-D.
     """
 
     def __init__(self, path: str | os.PathLike, labels: Iterable[int] | None = None):
         self.path = as_path("MemmapDataset", path)
         try:
-            arr = np.load(self.path, mmap_mode="r")
+            fd, self.shape, self.offset = _open_rows(self.path)
         except (OSError, ValueError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else type(exc).__name__
             raise StorageError(
-                f"MemmapDataset: cannot read {self.path.name!r} as .npy ({type(exc).__name__})"
+                f"MemmapDataset: cannot read {self.path.name!r} as a .npy of uint8 rows with a "
+                f"leading sample axis ({why})"
             ) from None
-        if not isinstance(arr, np.ndarray) or arr.dtype != np.uint8 or arr.ndim < 2:
-            raise StorageError(
-                f"MemmapDataset: {self.path.name!r} holds "
-                f"{getattr(arr, 'dtype', type(arr).__name__)} of shape "
-                f"{getattr(arr, 'shape', None)}; expected uint8 with a leading "
-                f"sample axis"
+        st = os.fstat(fd)
+        os.close(fd)
+        self.identity, self.row_bytes = identity(st), int(np.prod(self.shape[1:]))
+        self.file_bytes = self.offset + self.shape[0] * self.row_bytes
+        if st.st_size != self.file_bytes:
+            raise TruncatedStoreError(
+                f"MemmapDataset: {self.path.name!r} has {st.st_size} bytes, "
+                f"expected {self.file_bytes}"
             )
-        self.shape = arr.shape
-        del arr
-        self.labels = None if labels is None else torch.as_tensor(list(labels), dtype=torch.long)
-        if self.labels is not None and len(self.labels) != self.shape[0]:
-            raise ValueError(f"MemmapDataset: {len(self.labels)} labels for {self.shape[0]} arrays")
-        self._arr: np.ndarray | None = None
-        self._pid: int | None = None
+        self.labels = None if labels is None else _labels(labels, self.shape[0])
+        self._file = PerProcess(self._open, os.close)
+
+    def _open(self) -> int:
+        """This process's descriptor of the file, after checking it is the one measured."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise StoreReplacedError(f"MemmapDataset: {self.path.name!r} was removed") from None
+        if identity(os.fstat(fd)) != self.identity:
+            os.close(fd)
+            raise StoreReplacedError(
+                f"MemmapDataset: {self.path.name!r} was replaced while reading (written again "
+                f"at the same path); open it again to read the new version"
+            )
+        return fd
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -189,12 +265,12 @@ class MemmapDataset(Dataset):
         index = check_int("MemmapDataset", "index", index)
         if not -len(self) <= index < len(self):
             raise IndexError(f"MemmapDataset: index {index} out of range for {len(self)} arrays")
-        if self._arr is None or self._pid != os.getpid():
-            self._arr, self._pid = np.load(self.path, mmap_mode="r"), os.getpid()
-        x = torch.from_numpy(np.array(self._arr[index]))
+        x = torch.empty(self.shape[1:], dtype=torch.uint8)
+        at = self.offset + (index % len(self)) * self.row_bytes
+        got = os.preadv(self._file.get(), [x.numpy().reshape(-1)], at)  # no map: no SIGBUS
+        if got != self.row_bytes:
+            raise TruncatedStoreError(
+                f"MemmapDataset: {self.path.name!r} was truncated while open "
+                f"(row {index % len(self)} has {got} of {self.row_bytes} bytes)"
+            )
         return x if self.labels is None else (x, self.labels[index])
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_arr"], state["_pid"] = None, None
-        return state

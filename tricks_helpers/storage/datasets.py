@@ -6,7 +6,8 @@ plumbing (formats, checksums, atomic writes); the lesson is here:
 1. **Open file handles lazily, once per process.** A DataLoader copies the dataset into each
    worker (by ``fork`` or by pickling). An LMDB environment or an HDF5 file opened in the parent
    must not be used in a worker, so :meth:`StoreReading._read` opens a reader on first use in
-   each process, and :meth:`StoreReading.__getstate__` never hands one over.
+   each process (a :class:`~tricks_helpers.storage._files.PerProcess` handle, which a copy
+   never hands over).
 2. **Split an IterableDataset between workers.** Every worker runs ``__iter__`` on its own copy:
    without a split each record would come ``num_workers`` times. :meth:`StoreIterableDataset.
    __iter__` asks :func:`torch.utils.data.get_worker_info` which worker it is and keeps its
@@ -16,22 +17,32 @@ plumbing (formats, checksums, atomic writes); the lesson is here:
 ``check=True`` (the default) compares every value read with its SHA-256 in the manifest: one
 hash per sample, a small cost next to decoding an image (chapter 03 measures it), and a
 damaged file then raises :class:`~tricks_helpers.storage.CorruptRecordError` instead of
-handing wrong bytes to training. The datasets do not hash whole files when they open: run
-:func:`~tricks_helpers.storage.verify` on a store you copied or suspect.
+handing wrong bytes to training. With either setting a reader never lets a library parse a
+file that could kill the process: sizes are compared with the manifest, and an LMDB file's tree
+with its digest, before it is opened (see :mod:`~tricks_helpers.storage.lmdb_store`); the
+datasets do not hash whole files, so run :func:`~tricks_helpers.storage.verify` on a store you
+copied or suspect. A store written again at the same path while a dataset reads it is never
+mixed in: the dataset reads the generation it opened, or raises
+:class:`~tricks_helpers.storage.StoreReplacedError` (see
+:class:`~tricks_helpers.storage.store.Store`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from tricks_helpers._checks import check_bool, check_callable, check_int
-from tricks_helpers.storage.manifest import checked, open_store
-from tricks_helpers.storage.reading import reader
+from tricks_helpers.storage._files import PerProcess
+from tricks_helpers.storage.formats import reader
+from tricks_helpers.storage.manifest import StorageError
+from tricks_helpers.storage.reading import replaced_or
+from tricks_helpers.storage.store import checked, open_store
 
 __all__ = ["StoreDataset", "StoreIterableDataset", "StoreReading", "key_and_value"]
 
@@ -56,18 +67,16 @@ class StoreReading:
             key_and_value if transform is None else check_callable(where, "transform", transform)
         )
         self.check = check_bool(where, "check", check)
-        self._reader, self._pid = None, None
+        self._reader = PerProcess(partial(reader, self.store))  # a copy never hands it over
 
     def _read(self, index: int) -> Any:
-        if self._reader is None or self._pid != os.getpid():  # first use in this process
-            self._reader, self._pid = reader(self.store), os.getpid()
-        value = self._reader.get(index)
-        if self.check:
-            checked(self.store, index, value)  # one SHA-256 of the value
+        try:
+            value = self._reader.get().get(index)  # opened on first use in this process
+            if self.check:
+                checked(self.store, index, value)  # one SHA-256 of the value
+        except (StorageError, OSError) as exc:
+            raise replaced_or(self.store, exc) from None  # a replaced store is not damage
         return self.transform(self.store.keys[index], value)
-
-    def __getstate__(self) -> dict:  # what a worker receives: never an open handle
-        return {**self.__dict__, "_reader": None, "_pid": None}
 
     def __len__(self) -> int:
         return len(self.store)
@@ -75,7 +84,7 @@ class StoreReading:
     @property
     def handle_open(self) -> bool:
         """Whether this process has opened its own reader (for teaching and tests)."""
-        return self._reader is not None and self._pid == os.getpid()
+        return self._reader.is_open
 
 
 class StoreDataset(StoreReading, Dataset):
@@ -87,7 +96,9 @@ class StoreDataset(StoreReading, Dataset):
         check: compare each value with its SHA-256 (default True).
 
     Raises:
-        TypeError: wrong argument types. StorageError: ``path`` is not a store.
+        TypeError: wrong argument types. StorageError: ``path`` is not a store (when reading:
+        CorruptRecordError / TruncatedStoreError for a damaged one, StoreReplacedError for one
+        written again since it was opened).
     """
 
     def __init__(

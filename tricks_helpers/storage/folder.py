@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tricks_helpers.storage.manifest import Store, TruncatedStoreError, check_folder_key
+from tricks_helpers.storage.manifest import TruncatedStoreError, check_folder_key
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (plain reads: yes).
 SAFE_TO_PARSE_DAMAGED = True
@@ -56,7 +57,8 @@ class Reader:
     def get(self, index: int) -> bytes:
         key = self.store.keys[index]
         try:
-            return (self.store.path / key).read_bytes()
+            with self.store.open(key) as f:
+                return f.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise TruncatedStoreError(
                 f"store {self.store.name!r} (folder): record {index} {key!r} is missing", index, key

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from tricks_helpers.storage.manifest import SINGLE_FILE, CorruptRecordError, Store
+from tricks_helpers.storage.manifest import SINGLE_FILE, CorruptRecordError, TruncatedStoreError
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (HDF5: no).
 SAFE_TO_PARSE_DAMAGED = False
@@ -93,7 +94,14 @@ class Reader:
         import h5py
 
         try:
-            self.f = h5py.File(self.store.path / SINGLE_FILE["hdf5"], "r")
+            rel = SINGLE_FILE["hdf5"]
+            st, want = self.store.stat(rel), self.store.files[rel][0]
+            if st is None or st.st_size != want:
+                size = "missing" if st is None else f"{st.st_size} bytes"
+                raise TruncatedStoreError(
+                    f"store {self.store.name!r} (hdf5): file {rel!r} is {size}, expected {want}"
+                )
+            self.f = h5py.File(self.store.file_path(rel), "r")
             self.values = self.f["values"]
             offsets = np.asarray(self.f["offsets"][:])
             ok = (
@@ -102,6 +110,8 @@ class Reader:
                 and offsets.dtype == np.int64
                 and offsets.shape == (len(self.store) + 1,)
             )
+        except TruncatedStoreError:
+            raise
         except Exception as exc:  # h5py raises many types on a damaged file
             self.close()
             raise self._damaged(type(exc).__name__) from None

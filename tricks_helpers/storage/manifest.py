@@ -1,4 +1,4 @@
-"""A store's manifest and the checks every reader relies on (introduced in chapter 03).
+"""A store's manifest: its format, its digest and its field checks (introduced in chapter 03).
 
 Every store is a directory holding its payload files and one JSON manifest, :data:`MANIFEST`.
 The manifest names the format, lists every record as ``[key, size, sha256, *where]`` in write
@@ -13,6 +13,9 @@ the SHA-256 of the canonical JSON of everything else. So:
 - payload files are hashed whole before LMDB or HDF5 parses them (see
   :mod:`tricks_helpers.storage.reading`), so a damaged file never reaches a C library.
 
+Opening a store (its directory held by a descriptor, its generation pinned) is
+:mod:`tricks_helpers.storage.store`.
+
 This module imports neither torch nor a format library. Error messages name stores by their
 base name only (never a full machine path).
 """
@@ -23,11 +26,12 @@ import hashlib
 import json
 import os
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tricks_helpers._checks import check_int, check_type
+from tricks_helpers._checks import check_type
 
 __all__ = [
     "FORMATS",
@@ -36,28 +40,30 @@ __all__ = [
     "StorageError",
     "CorruptRecordError",
     "TruncatedStoreError",
+    "StoreReplacedError",
+    "StorageWarning",
     "StoreInfo",
-    "Store",
-    "open_store",
-    "info",
+    "new_generation",
     "sha256",
     "check_key",
     "check_folder_key",
     "manifest_bytes",
+    "parse_manifest",
+    "validate",
     "as_path",
-    "checked",
 ]
 
 #: The formats :func:`tricks_helpers.storage.write` accepts.
 FORMATS = ("folder", "lmdb", "tar", "hdf5")
 #: Name of the manifest file inside every store directory (a reserved key in ``"folder"``).
 MANIFEST = "_store.json"
-#: Manifest version written and read by this module.
-VERSION = 2
+#: Manifest version written and read by this module (3: a ``generation`` per write).
+VERSION = 3
 #: Payload files of the single-file formats (relative to the store).
 SINGLE_FILE = {"lmdb": "lmdb/data.mdb", "hdf5": "data.h5"}
 TAR_BLOCK = 512
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 _SHARD = re.compile(r"shard-\d{5}\.tar")
 _WHERE = {"folder": 0, "lmdb": 0, "hdf5": 0, "tar": 2}  # extra fields per record row
 
@@ -78,6 +84,15 @@ class CorruptRecordError(StorageError):
 
 class TruncatedStoreError(CorruptRecordError):
     """A payload file is shorter or longer than recorded, or missing."""
+
+
+class StoreReplacedError(StorageError):
+    """The store was replaced (written again) while it was being read: a reader never mixes
+    records of two generations, nor reports a healthy new store as damaged."""
+
+
+class StorageWarning(UserWarning):
+    """Something was left on disk that could not be removed (the message says what, where)."""
 
 
 @dataclass(frozen=True)
@@ -168,11 +183,21 @@ def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _validate(name: str, m: dict) -> None:
-    """Field-by-field checks of a manifest whose digest matched."""
+def validate(name: str, m: dict) -> None:
+    """Field-by-field checks of a manifest whose digest matched (see the module docstring).
+
+    Raises:
+        CorruptRecordError: naming the first bad field (and record, where there is one).
+    """
     fmt, records, files = m.get("format"), m.get("records"), m.get("files")
     if fmt not in FORMATS or not isinstance(records, list) or not isinstance(files, dict):
         raise _bad(name, "format, records or files missing")
+    if not (isinstance(m.get("generation"), str) and _HEX32.fullmatch(m["generation"])):
+        raise _bad(name, "generation missing or malformed")
+    if fmt == "lmdb" and not (
+        isinstance(m.get("lmdb_tree"), str) and _HEX64.fullmatch(m["lmdb_tree"])
+    ):
+        raise _bad(name, "lmdb_tree digest missing or malformed")
     if m.get("count") != len(records):
         raise _bad(name, f"count {m.get('count')!r} but {len(records)} records listed")
     for rel, entry in files.items():
@@ -225,104 +250,22 @@ def _validate(name: str, m: dict) -> None:
             last_shard, end[shard] = shard, offset + row[1]
 
 
-class Store:
-    """A store's checked manifest: name, format, keys, record rows (opens no payload file)."""
-
-    def __init__(self, path: Path, manifest: dict):
-        self.path, self.manifest = path, manifest
-        self.name = path.name
-        self.format: str = manifest["format"]
-        self.records: list[list] = manifest["records"]
-        self.keys: list[str] = [r[0] for r in self.records]
-        self.files: dict[str, list] = manifest["files"]
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def position(self, where: str, index: Any) -> int:
-        """``index`` (any integer type; negative counts from the end) as a position."""
-        index = check_int(where, "index", index)
-        if not -len(self) <= index < len(self):
-            raise IndexError(f"{where}: index {index} out of range for {len(self)} records")
-        return index % len(self)
-
-    def shard_members(self) -> list[list[int]]:
-        """Record indices per tar shard, in order (one linear pass; ``[]`` for other formats)."""
-        members: list[list[int]] = [[] for _ in self.manifest.get("shards", [])]
-        if self.format == "tar":
-            for i, row in enumerate(self.records):
-                members[row[3]].append(i)
-        return members
-
-    def info(self) -> StoreInfo:
-        return StoreInfo(self.name, self.format, len(self), sum(r[1] for r in self.records))
+def new_generation() -> str:
+    """A fresh random generation id for a manifest (32 hex digits)."""
+    return uuid.uuid4().hex
 
 
-def open_store(path: str | os.PathLike, where: str = "storage") -> Store:
-    """Read and check a store's manifest.
+def parse_manifest(data: bytes, name: str) -> dict:
+    """The manifest body in ``data`` (the file's bytes), its digest checked (not its fields).
 
     Raises:
-        TypeError: ``path`` is not a str or PathLike.
-        StorageError: no store at ``path``, or a manifest version this module does not read.
-        CorruptRecordError: the manifest is unreadable, fails its digest or a field check.
+        CorruptRecordError: ``data`` is not a manifest, or fails its digest.
     """
-    path = as_path(where, path)
-    if not path.exists():
-        raise StorageError(f"{where}: no store at {path.name!r}")
-    mpath = path / MANIFEST
-    if not path.is_dir() or not mpath.is_file():
-        raise StorageError(
-            f"{where}: {path.name!r} is not a store written by "
-            f"tricks_helpers.storage (no {MANIFEST} manifest)"
-        )
     try:
-        m = json.loads(mpath.read_bytes().decode("utf-8"))
+        m = json.loads(data.decode("utf-8"))
         digest = m.pop("digest")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise _bad(path.name, f"unreadable ({type(exc).__name__})") from None
+        raise _bad(name, f"unreadable ({type(exc).__name__})") from None
     if not isinstance(digest, str) or sha256(_canonical(m)) != digest:
-        raise _bad(path.name, "it fails its digest (changed after it was written)")
-    if m.get("version") != VERSION:
-        raise StorageError(
-            f"{where}: {path.name!r} has manifest version {m.get('version')!r}; "
-            f"this module reads version {VERSION}: write the store again"
-        )
-    _validate(path.name, m)
-    return Store(path, m)
-
-
-def checked(store: Store, index: int, value: bytes) -> bytes:
-    """``value`` after checking it against record ``index``'s size and SHA-256.
-
-    Raises:
-        CorruptRecordError: naming the record, when either differs.
-    """
-    key, size, want = store.records[index][:3]
-    where = f"store {store.name!r} ({store.format}): record {index} {key!r}"
-    if len(value) != size:
-        raise CorruptRecordError(f"{where} has {len(value)} bytes, expected {size}", index, key)
-    got = sha256(value)
-    if got != want:
-        raise CorruptRecordError(
-            f"{where} fails its checksum (sha256 {got[:12]}..., expected {want[:12]}...)",
-            index,
-            key,
-        )
-    return value
-
-
-def info(path: str | os.PathLike) -> StoreInfo:
-    """Read a store's manifest.
-
-    Args:
-        path: a store directory written by :func:`tricks_helpers.storage.write`.
-
-    Returns:
-        A :class:`StoreInfo` (format, record count, total value bytes).
-
-    Raises:
-        TypeError: ``path`` is not a str or PathLike.
-        StorageError: ``path`` is not a readable store (:class:`CorruptRecordError` for a
-            damaged manifest).
-    """
-    return open_store(path, "info").info()
+        raise _bad(name, "it fails its digest (changed after it was written)")
+    return m

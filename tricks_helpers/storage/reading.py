@@ -2,7 +2,7 @@
 
 :func:`verify` (and :func:`read_all` with ``check=True``) checks, in this order:
 
-1. the manifest: its digest and every field (:func:`tricks_helpers.storage.manifest.open_store`);
+1. the manifest: its digest and every field (:func:`tricks_helpers.storage.store.open_store`);
 2. the size of every payload file (:class:`TruncatedStoreError`; a short memory-mapped file
    would crash an LMDB reader with SIGBUS);
 3. for LMDB and HDF5, the SHA-256 of every payload file **before the library opens it**: a
@@ -20,26 +20,25 @@ byte of a payload file or of the manifest raises :class:`CorruptRecordError` (or
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import ModuleType
 
 from tricks_helpers._checks import check_bool
-from tricks_helpers.storage import folder, hdf5_store, lmdb_store, tar_store
+from tricks_helpers.storage import tar_store
+from tricks_helpers.storage._files import hash_file
+from tricks_helpers.storage.formats import FORMAT_MODULES, reader
 from tricks_helpers.storage.manifest import (
     CorruptRecordError,
-    Store,
+    StorageError,
     StoreInfo,
+    StoreReplacedError,
     TruncatedStoreError,
-    checked,
-    open_store,
 )
+from tricks_helpers.storage.store import Store, checked, open_store
 
 __all__ = [
-    "FORMAT_MODULES",
-    "reader",
+    "replaced_or",
     "check_sizes",
     "check_files",
     "read_all",
@@ -48,18 +47,15 @@ __all__ = [
     "read_syscalls",
 ]
 
-#: Format name -> module holding its ``Writer``, ``Reader`` and ``SAFE_TO_PARSE_DAMAGED``.
-FORMAT_MODULES: dict[str, ModuleType] = {
-    "folder": folder,
-    "lmdb": lmdb_store,
-    "tar": tar_store,
-    "hdf5": hdf5_store,
-}
 
-
-def reader(store: Store):
-    """A new reader of ``store`` (it opens its files on first use)."""
-    return FORMAT_MODULES[store.format].Reader(store)
+def replaced_or(store: Store, exc: BaseException) -> BaseException:
+    """The error to raise for ``exc`` met while reading ``store``: :class:`StoreReplacedError`
+    when the store was written again meanwhile (a missing or changed file is then no damage),
+    else ``exc`` itself."""
+    if isinstance(exc, (StorageError, OSError)) and not isinstance(exc, StoreReplacedError):
+        if store.replaced():
+            return store.replaced_error()
+    return exc
 
 
 def _first_record_in(store: Store, rel: str, actual: int | None) -> int | None:
@@ -83,8 +79,8 @@ def check_sizes(store: Store) -> None:
     else:
         expected = {rel: (None, entry[0]) for rel, entry in store.files.items()}
     for rel, (index, size) in expected.items():
-        p = store.path / rel
-        actual = p.stat().st_size if p.is_file() else None
+        st = store.stat(rel)
+        actual = None if st is None else st.st_size
         if actual != size:
             if index is None:
                 index = _first_record_in(store, rel, actual)
@@ -100,11 +96,9 @@ def check_files(store: Store) -> None:
     """Raise :class:`CorruptRecordError` naming the first payload file whose SHA-256 differs
     from the manifest's (files are hashed in 1 MiB blocks, never parsed)."""
     for rel, (_size, want) in store.files.items():
-        h = hashlib.sha256()
-        with open(store.path / rel, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-        if h.hexdigest() != want:
+        with store.open(rel) as f:
+            got = hash_file(f)
+        if got != want:
             raise CorruptRecordError(
                 f"store {store.name!r} ({store.format}): file {rel!r} "
                 f"fails its checksum (changed since it was written)"
@@ -133,6 +127,13 @@ def read_all(path: str | os.PathLike, *, check: bool = True) -> Iterator[tuple[s
 
 
 def _read_all(store: Store, check: bool) -> Iterator[tuple[str, bytes]]:
+    try:
+        yield from _read_all_unguarded(store, check)
+    except (StorageError, OSError) as exc:
+        raise replaced_or(store, exc) from None
+
+
+def _read_all_unguarded(store: Store, check: bool) -> Iterator[tuple[str, bytes]]:
     check_sizes(store)
     safe = FORMAT_MODULES[store.format].SAFE_TO_PARSE_DAMAGED
     if check and not safe:
@@ -154,7 +155,9 @@ def verify(path: str | os.PathLike) -> StoreInfo:
     """Check a whole store: manifest, file sizes, file and record checksums, tar structure.
 
     Never lets LMDB or HDF5 parse a file that differs from what was written, so it cannot
-    crash the process on a damaged store.
+    crash the process on a damaged store. A store written again while it is verified is
+    verified whole in one generation, or :class:`StoreReplacedError` is raised (never a false
+    "fails its checksum").
 
     Args:
         path: a store directory written by :func:`tricks_helpers.storage.write`.
@@ -166,6 +169,7 @@ def verify(path: str | os.PathLike) -> StoreInfo:
         TypeError: ``path`` is not a str or PathLike.
         StorageError: ``path`` is not a store (or has an unsupported manifest version).
         TruncatedStoreError: a payload file is shorter or longer than recorded, or missing.
+        StoreReplacedError: the store was written again while it was verified.
         CorruptRecordError: the manifest, a file or a record differs from what was written
             (``.index``/``.key`` name the first bad record where one can be named).
     """

@@ -25,12 +25,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tricks_helpers._checks import check_int
-from tricks_helpers.storage.manifest import (
-    TAR_BLOCK,
-    CorruptRecordError,
-    Store,
-    TruncatedStoreError,
-)
+from tricks_helpers.storage.manifest import TAR_BLOCK, CorruptRecordError, TruncatedStoreError
+from tricks_helpers.storage.store import Store
 
 #: Whether a reader may parse a file that fails its checksum (plain reads: yes).
 SAFE_TO_PARSE_DAMAGED = True
@@ -100,7 +96,14 @@ class Reader:
         if f is None:
             if len(self.files) >= OPEN_SHARDS:
                 self.files.popitem(last=False)[1].close()
-            f = open(self.store.path / self.shards[shard], "rb", buffering=1 << 20)
+            rel = self.shards[shard]
+            try:
+                raw = self.store.open(rel)
+            except FileNotFoundError:
+                raise TruncatedStoreError(
+                    f"store {self.store.name!r} (tar): shard {rel!r} is missing"
+                ) from None
+            f = io.BufferedReader(raw, buffer_size=1 << 20)
         self.files[shard] = f  # most recently used last
         return f
 
@@ -136,7 +139,10 @@ def check_structure(store: Store) -> None:
         expected = iter(members[shard])
         index = None
         try:
-            with tarfile.open(store.path / name, "r:", encoding="utf-8") as tar:
+            with (
+                store.open(name) as raw,
+                tarfile.open(fileobj=raw, mode="r:", encoding="utf-8") as tar,
+            ):
                 for m in tar:
                     index = next(expected, None)
                     if index is None:

@@ -24,35 +24,36 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import hashlib
 import os
-import shutil
-import socket
 import sys
-import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from tricks_helpers._checks import check_bool, check_choice, check_type
+from tricks_helpers.storage._files import HOST, hash_file, remove_tree, temporary_name
+from tricks_helpers.storage.formats import FORMAT_MODULES
 from tricks_helpers.storage.manifest import (
     FORMATS,
     MANIFEST,
     SINGLE_FILE,
     VERSION,
     StorageError,
+    StorageWarning,
     StoreInfo,
     as_path,
     check_key,
     manifest_bytes,
+    new_generation,
     sha256,
 )
-from tricks_helpers.storage.reading import FORMAT_MODULES, verify
+from tricks_helpers.storage.reading import verify
+from tricks_helpers.storage.store import is_store
 
-__all__ = ["write", "recover", "temporary_name"]
+__all__ = ["write", "recover", "check_target", "install", "left_behind"]
 
 _OPTIONS = {"folder": set(), "lmdb": {"map_size"}, "tar": {"shard_records"}, "hdf5": set()}
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 _AT_FDCWD, _RENAME_NOREPLACE, _RENAME_EXCHANGE = -100, 1, 2
 #: Test hook: called with the name of each stage of :func:`write` (fault-injection tests).
 _stage_hook: Callable[[str], None] | None = None
@@ -63,18 +64,13 @@ def _stage(name: str) -> None:
         _stage_hook(name)
 
 
-def temporary_name(path: Path, kind: str = "tmp") -> Path:
-    """A hidden sibling of ``path`` naming this host and process: ``.<name>.<kind>-...``."""
-    return path.parent / f".{path.name}.{kind}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
 def _stale_siblings(path: Path, kind: str) -> list[Path]:
     """Temporaries of ``path`` whose writer (on this host) no longer runs."""
     prefix = f".{path.name}.{kind}-"
     found = []
     for p in path.parent.iterdir() if path.parent.is_dir() else ():
         rest = p.name[len(prefix) :].split("-") if p.name.startswith(prefix) else []
-        if len(rest) != 3 or rest[0] != _HOST or not rest[1].isdigit():
+        if len(rest) != 3 or rest[0] != HOST or not rest[1].isdigit():
             continue
         pid = int(rest[1])
         try:
@@ -88,11 +84,15 @@ def _stale_siblings(path: Path, kind: str) -> list[Path]:
     return found
 
 
-def _remove(p: Path) -> None:
-    if p.is_dir() and not p.is_symlink():
-        shutil.rmtree(p, ignore_errors=True)
-    else:
-        p.unlink(missing_ok=True)
+def left_behind(where: str, p: Path, error: OSError, what: str) -> str:
+    """Say (as a :class:`StorageWarning`, and as the returned line) that ``p`` could not be
+    removed: what it holds, where it is, and why."""
+    line = (
+        f"could not remove {p.name!r} ({what}) in the folder of the store: "
+        f"{type(error).__name__}: {error.strerror or error}; it is left there, remove it by hand"
+    )
+    warnings.warn(f"{where}: {line}", StorageWarning, stacklevel=3)
+    return line
 
 
 def recover(path: str | os.PathLike) -> list[str]:
@@ -104,6 +104,9 @@ def recover(path: str | os.PathLike) -> list[str]:
     Args:
         path: a store directory (or ``.npy`` file) that may have been written when its writer
             was killed.
+
+    Each leftover is tried once per call: one that cannot be removed (a read-only folder) is
+    reported as a :class:`StorageWarning` and a ``"could not remove ..."`` line, and left.
 
     Returns:
         What was done, e.g. ``["removed .s.tmp-...", "restored s from .s.old-..."]``.
@@ -117,12 +120,16 @@ def recover(path: str | os.PathLike) -> list[str]:
         if not path.exists() and not path.is_symlink():
             old.rename(path)
             done.append(f"restored {path.name} from {old.name}")
-        else:
-            _remove(old)
-            done.append(f"removed {old.name}")
+            continue
+        error = remove_tree(old)
+        done.append(
+            left_behind("recover", old, error, "an old store") if error else f"removed {old.name}"
+        )
     for tmp in sorted(_stale_siblings(path, "tmp")):
-        _remove(tmp)
-        done.append(f"removed {tmp.name}")
+        error = remove_tree(tmp)
+        done.append(
+            left_behind("recover", tmp, error, "a temporary") if error else f"removed {tmp.name}"
+        )
     return done
 
 
@@ -161,7 +168,7 @@ def install(tmp: Path, path: Path, replace: bool) -> None:
         return
     if _renameat2(tmp, path, _RENAME_EXCHANGE):
         _stage("swapped")
-        _remove(tmp)  # now holds the old store
+        old = tmp  # now holds the old store
     else:
         old = temporary_name(path, "old")
         path.rename(old)
@@ -172,11 +179,15 @@ def install(tmp: Path, path: Path, replace: bool) -> None:
             old.rename(path)  # put the old store back before reporting the error
             raise
         _stage("installed")
-        _remove(old)
+    error = remove_tree(old)
+    if error:
+        left_behind("write", old, error, f"the replaced version of {path.name!r}")
     _stage("old-removed")
 
 
-def check_target(where: str, path: Path, overwrite: bool, is_ours: Callable[[Path], bool]) -> bool:
+def check_target(
+    where: str, path: Path, overwrite: bool, why_not_ours: Callable[[Path], str | None]
+) -> bool:
     """Refuse what must not be replaced; return whether ``path`` exists and will be replaced."""
     if path.is_symlink():
         raise StorageError(
@@ -192,10 +203,11 @@ def check_target(where: str, path: Path, overwrite: bool, is_ours: Callable[[Pat
         raise FileExistsError(
             f"{where}: {path.name!r} already exists; pass overwrite=True to replace it"
         )
-    if not is_ours(path):
+    why = why_not_ours(path)
+    if why:
         raise StorageError(
-            f"{where}: {path.name!r} is not a store written by "
-            f"tricks_helpers.storage; it is never replaced"
+            f"{where}: {path.name!r} is not a store written by tricks_helpers.storage "
+            f"({why}); it is never replaced nor deleted"
         )
     return True
 
@@ -238,12 +250,15 @@ def _file_entries(root: Path, fmt: str, extra: dict) -> dict[str, list]:
     names = extra["shards"] if fmt == "tar" else [SINGLE_FILE[fmt]] if fmt in SINGLE_FILE else []
     entries = {}
     for rel in names:
-        h = hashlib.sha256()
         with open(root / rel, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-        entries[rel] = [(root / rel).stat().st_size, h.hexdigest()]
+            entries[rel] = [os.fstat(f.fileno()).st_size, hash_file(f)]
     return entries
+
+
+def _why_not_a_store(path: Path) -> str | None:
+    if not path.is_dir():
+        return "not a directory"
+    return is_store(path)
 
 
 def write(
@@ -264,8 +279,11 @@ def write(
             (unique), ``value`` bytes-like (may be empty). In the ``"folder"`` format keys are
             relative paths (see :mod:`tricks_helpers.storage.folder`).
         format: one of :data:`FORMATS`.
-        overwrite: replace an existing store at ``path`` (never a directory this module did
-            not write, never through a symbolic link).
+        overwrite: replace an existing store at ``path``: a directory whose manifest has a
+            valid digest and which holds only what its manifest lists (never a user's folder
+            that merely holds a file named ``_store.json``, never through a symbolic link).
+            Where the old version cannot be removed afterwards (a read-only folder), a
+            :class:`StorageWarning` says what is left where; the new store is in place.
         progress: show a tqdm progress bar; ``None`` (default) shows it only when stderr is a
             terminal, so notebooks and tests stay quiet.
         verify_after: verify the new store (:func:`tricks_helpers.storage.verify`) before it
@@ -297,7 +315,7 @@ def write(
             f"(it accepts {sorted(_OPTIONS[format]) or 'none'})"
         )
     pairs = _pairs(records)
-    replace = check_target("write", path, overwrite, lambda p: (p / MANIFEST).is_file())
+    replace = check_target("write", path, overwrite, _why_not_a_store)
     tmp = temporary_name(path)
     tmp.mkdir()
     writer = None
@@ -324,6 +342,7 @@ def write(
         body = {
             "version": VERSION,
             "format": format,
+            "generation": new_generation(),
             "count": len(rows),
             "checksum": "sha256",
             **extra,
@@ -342,6 +361,6 @@ def write(
                 writer.abort()
             except Exception:  # the original error matters more
                 pass
-        _remove(tmp)
+        remove_tree(tmp)  # best effort: the original error matters more
         raise
     return StoreInfo(path.name, format, len(rows), sum(r[1] for r in rows))
