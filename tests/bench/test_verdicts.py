@@ -209,3 +209,9 @@ def test_median_interval_refuses_a_string_and_non_numbers():
         bench.median_interval("x")  # once returned ('x', 'x')
     with pytest.raises(TypeError, match="must be numbers"):
         bench.median_interval([1.0, "2"])
+
+
+@pytest.mark.parametrize("ratio", [-1.0, 0.0, float("inf"), float("nan")])
+def test_fmt_ratio_refuses_what_no_speed_up_can_be(ratio):
+    with pytest.raises(ValueError, match="finite and positive"):
+        bench.fmt_ratio(ratio)

@@ -94,7 +94,13 @@ def fmt_time(seconds: float) -> str:
 
 
 def fmt_ratio(ratio: float) -> str:
-    """Format a speed-up without exponent notation: 2 decimals below 10, 1 below 1000, then 0."""
+    """Format a speed-up without exponent notation: 2 decimals below 10, 1 below 1000, then 0.
+
+    Raises:
+        ValueError: for a ratio that is not a finite positive number (no time ratio is).
+    """
+    if not math.isfinite(ratio) or ratio <= 0:
+        raise ValueError(f"fmt_ratio: a speed-up is finite and positive, got {ratio!r}")
     if ratio < 10:
         return f"{ratio:.2f}"
     if ratio < 1000:
