@@ -45,3 +45,19 @@ def test_worker_threads_errors():
         threads.worker_threads(0)
     with pytest.raises(TypeError, match="length"):
         threads.ThreadsSeen(2.0)
+
+
+def test_busy_items_are_the_same_whatever_the_threads():
+    plain = DataLoader(threads.BusyItems(4, size=16, rounds=2), batch_size=4, num_workers=0)
+    (x0, t0) = next(iter(plain))
+    told = DataLoader(
+        threads.BusyItems(4, size=16, rounds=2),
+        batch_size=4,
+        num_workers=1,
+        worker_init_fn=threads.worker_threads(2),
+    )
+    (x1, t1) = next(iter(told))
+    assert torch.equal(x0, x1) and x0.shape == (4, 16)
+    assert t1.tolist() == [2, 2, 2, 2]
+    with pytest.raises(ValueError, match="rounds"):
+        threads.BusyItems(4, rounds=0)

@@ -30,7 +30,7 @@ from torch.utils.data import Dataset
 
 from tricks_helpers._checks import check_int, check_type
 
-__all__ = ["child_report", "set_worker_threads", "worker_threads", "ThreadsSeen"]
+__all__ = ["child_report", "set_worker_threads", "worker_threads", "ThreadsSeen", "BusyItems"]
 
 _MATMUL_SIZE = 384
 
@@ -122,6 +122,35 @@ class ThreadsSeen(Dataset):
 
     def __getitem__(self, index: int) -> int:
         return torch.get_num_threads()
+
+
+class BusyItems(Dataset):
+    """A data set whose items cost CPU work: ``(features, threads)`` per item.
+
+    Item ``i`` multiplies a ``size x size`` matrix (seeded by ``i``) by itself ``rounds``
+    times, as a heavy augmentation would, and returns the mean of its rows (``size`` floats)
+    and the ``torch.get_num_threads()`` of the process that made it. The features depend on
+    ``i`` only, so loaders that differ in threads give the same batches.
+
+    Raises:
+        TypeError, ValueError: on counts that are not integers >= 1.
+    """
+
+    def __init__(self, length: int, size: int = 128, rounds: int = 4) -> None:
+        self.length = check_int("BusyItems", "length", length, minimum=1)
+        self.size = check_int("BusyItems", "size", size, minimum=1)
+        self.rounds = check_int("BusyItems", "rounds", rounds, minimum=1)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        g = torch.Generator().manual_seed(int(index))
+        m = torch.randn(self.size, self.size, generator=g) / self.size**0.5
+        x = m
+        for _ in range(self.rounds):
+            x = torch.tanh(x @ m)
+        return x.mean(0), torch.get_num_threads()
 
 
 def _main(argv: list[str]) -> None:
