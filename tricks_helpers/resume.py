@@ -269,6 +269,8 @@ def load_checkpoint(path: str | os.PathLike, *, omit: Sequence[str] = ()) -> Run
 
     The loader's iterator is created first, so its base-seed draw happens before the
     generator's state is restored. An omitted component keeps what the fresh run has.
+    The file is unpickled (``weights_only=False``: numpy's and Python's RNG states are not
+    tensors), so load only checkpoints you wrote.
 
     Raises:
         TypeError: when ``omit`` is not a sequence of names.
