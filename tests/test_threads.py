@@ -36,6 +36,8 @@ def test_workers_run_one_thread_unless_told():
         batch_size=2,
         num_workers=2,
         worker_init_fn=threads.worker_threads(2),
+        # a forked worker running an OpenMP pool of 2 can hang (libgomp after fork): spawn it
+        multiprocessing_context="spawn",
     )
     assert torch.cat(list(told)).tolist() == [2, 2, 2, 2]
 
@@ -55,6 +57,8 @@ def test_busy_items_are_the_same_whatever_the_threads():
         batch_size=4,
         num_workers=1,
         worker_init_fn=threads.worker_threads(2),
+        # a forked worker running an OpenMP pool of 2 can hang (libgomp after fork): spawn it
+        multiprocessing_context="spawn",
     )
     (x1, t1) = next(iter(told))
     assert torch.equal(x0, x1) and x0.shape == (4, 16)

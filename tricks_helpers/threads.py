@@ -99,6 +99,10 @@ def set_worker_threads(worker_id: int, *, threads: int) -> None:
 def worker_threads(threads: int) -> Callable[[int], None]:
     """A picklable ``worker_init_fn`` that sets each worker to ``threads`` threads.
 
+    Start such workers with ``multiprocessing_context="spawn"``: a worker *forked* from a
+    process whose OpenMP pool already ran can hang when it starts a pool of its own (it did in
+    this repository's tests with GNU libgomp).
+
     Raises:
         TypeError: on a non-integer count.
         ValueError: on a count below 1.
