@@ -1,0 +1,126 @@
+"""Counting the operations that force a host read: the syncs of a training loop (chapter 10).
+
+On a GPU the host queues kernels and runs ahead; an operation whose *result must be on the
+host* (a Python number, a ``bool`` for an ``if``, a copy to CPU memory) makes it wait until
+the queue has drained: a host-device synchronization. Which Python idioms do that is a fact of
+the dispatcher, the same on a CPU: :class:`HostReadCounter` counts, with a
+``TorchDispatchMode``, the ATen operators that produce host values
+(:data:`HOST_READ_OPS`: ``aten._local_scalar_dense``, behind ``.item()``, ``float()``,
+``bool()`` and printing) and the copies from a non-CPU device to the CPU (``.cpu()``,
+``.to("cpu")``, ``.numpy()`` after them). On a CPU tensor ``.cpu()`` returns the tensor
+itself: nothing is dispatched and there is nothing to wait for.
+
+Guarantees: counting changes no result (every operator runs as it would); the counts are
+exact for the code run inside the mode; nothing global is changed outside the ``with`` block.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from tricks_helpers._checks import check_callable
+
+__all__ = [
+    "HOST_READ_OPS",
+    "HostReadCounter",
+    "host_reads",
+    "dispatched_ops",
+    "profiled_host_reads",
+]
+
+#: ATen operators whose output is a host value (a Python scalar): each one is a sync on a GPU.
+HOST_READ_OPS = frozenset({"aten._local_scalar_dense.default", "aten.item.default"})
+
+_COPIES = ("aten._to_copy.default", "aten.copy_.default")
+
+
+def _device_of(value: Any) -> torch.device | None:
+    return value.device if isinstance(value, torch.Tensor) else None
+
+
+def _is_device_to_host(name: str, args: tuple, kwargs: dict, out: Any) -> bool:
+    if name not in _COPIES:
+        return False
+    if name == "aten.copy_.default":  # copy_(dst, src)
+        dst, src = _device_of(args[0]), _device_of(args[1])
+    else:
+        src, dst = _device_of(args[0]), _device_of(out)
+    return src is not None and dst is not None and src.type != "cpu" and dst.type == "cpu"
+
+
+class HostReadCounter(TorchDispatchMode):
+    """A dispatch mode that records every ATen operator, and which of them read to the host.
+
+    Attributes:
+        ops: ``Counter`` of every operator dispatched, by name (``"aten.mm.default"``).
+        reads: ``Counter`` of the host reads among them: :data:`HOST_READ_OPS`, and copies
+            from a non-CPU device to the CPU (named ``"<op> (device to host)"``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+        self.reads: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = str(func)
+        self.ops[name] += 1
+        if name in HOST_READ_OPS:
+            self.reads[name] += 1
+        elif _is_device_to_host(name, args, kwargs, out):
+            self.reads[f"{name} (device to host)"] += 1
+        return out
+
+    @property
+    def total(self) -> int:
+        """The number of host reads counted."""
+        return sum(self.reads.values())
+
+
+def host_reads(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """The number of host reads ``fn(*args, **kwargs)`` dispatches.
+
+    Raises:
+        TypeError: when ``fn`` is not callable.
+    """
+    check_callable("host_reads", "fn", fn)
+    with HostReadCounter() as counter:
+        fn(*args, **kwargs)
+    return counter.total
+
+
+def dispatched_ops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Counter[str]:
+    """Every ATen operator ``fn(*args, **kwargs)`` dispatches, counted by name.
+
+    Raises:
+        TypeError: when ``fn`` is not callable.
+    """
+    check_callable("dispatched_ops", "fn", fn)
+    with HostReadCounter() as counter:
+        fn(*args, **kwargs)
+    return counter.ops
+
+
+def profiled_host_reads(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """The number of ``aten::_local_scalar_dense`` calls the profiler records for ``fn``.
+
+    The profiler sees below Python: tensor printing (which turns dispatch modes off while it
+    formats) and ``Tensor.__bool__`` are counted here, where :func:`host_reads` sees only what
+    reaches the Python dispatch mode.
+
+    Raises:
+        TypeError: when ``fn`` is not callable.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    check_callable("profiled_host_reads", "fn", fn)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn(*args, **kwargs)
+    return sum(1 for event in prof.events() if event.name == "aten::_local_scalar_dense")
