@@ -7,6 +7,9 @@ Each submodule has one job and is introduced by one chapter of the book:
   :mod:`~tricks_helpers.bench.timing` (the clock, the rounds) and
   :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
+- :mod:`tricks_helpers.tables`: measured rows as one aligned table (03, 04, 07);
+  :mod:`tricks_helpers.charts`: the one speed-up-with-interval chart (04-07, the results page).
+- :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).
 - :mod:`tricks_helpers.seeding`: seeding and ``seed_worker`` (01): a face over
@@ -15,6 +18,8 @@ Each submodule has one job and is introduced by one chapter of the book:
   :mod:`~tricks_helpers.seeding.audit` (the worker-seeding audit).
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, reproducibility
   checks (02); :mod:`tricks_helpers.bitwise`: bit-for-bit comparison of results (02).
+- :mod:`tricks_helpers.resume`: a checkpoint that resumes a run bit for bit, in a fresh
+  process, and what each left-out part breaks (02).
 - :mod:`tricks_helpers.training`: the digits data, a deterministic MLP, a seeded step loop,
   accuracy (02, 04-07, 10).
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
@@ -37,6 +42,8 @@ Each submodule has one job and is introduced by one chapter of the book:
   :mod:`tricks_helpers.traces`: the trace file it exports, read back as counts and a timeline (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
   cost behind ShuffleNetV2's guidelines (10).
+- :mod:`tricks_helpers.threads`: thread counts seen by new processes and DataLoader workers;
+  :mod:`tricks_helpers.syncs`: host reads (device-to-host syncs) counted per step (10).
 
 All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
 ``TypeError``, a wrong value ``ValueError``.
