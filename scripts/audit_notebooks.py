@@ -16,6 +16,8 @@ on what makes a stored book untrustworthy or a page unreadable:
 - a verdict line (``FASTER 1.22x [1.15-1.31] ...``) of 100 characters or more: the verdict
   must stay visible on the page;
 - a path of the machine that ran it in an output (``/tmp/...``, ``site-packages/``...);
+- a ``bench.measure``/``compare``/``compare_many`` call without ``device=``: the device of a
+  timing comes from what is timed, never from what the machine has (issue 20);
 - a notebook under ``book/`` that ``_toc.yml`` does not list.
 
 Only the standard library and this repository's scripts are used.
@@ -24,6 +26,7 @@ Only the standard library and this repository's scripts are used.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
@@ -40,6 +43,7 @@ _MARKER = re.compile(r"^\s*#+\s*((?:NBVAL|PYTEST_VALIDATE)_[A-Z_]+)")
 _MACHINE_PATH = re.compile(
     r"(/tmp/|/home/|/root/|/work/|/usr/local/lib/python|site-packages/|C:\\\\Users)"
 )
+_TIMING_CALLS = ("measure", "compare", "compare_many")
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
@@ -99,6 +103,31 @@ def _figure_problem(meta: dict) -> str:
     return ", ".join(missing)
 
 
+def timing_calls_without_device(src: str) -> list[str]:
+    """Names of the ``bench`` timing calls in ``src`` that pass no ``device=`` keyword.
+
+    Lines of IPython syntax (``%magic``, ``!shell``) are blanked first; a cell that still is
+    not Python is not checked (nbval reports it when it runs).
+    """
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _TIMING_CALLS
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "bench"
+            and not any(k.arg in ("device", None) for k in node.keywords)
+        ):
+            found.append(f"bench.{node.func.attr} (line {node.lineno})")
+    return found
+
+
 def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
     """Audit one stored notebook (see the module docstring for the rules)."""
     result = Audit(path.name)
@@ -119,6 +148,11 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
         tags = set(meta.get("tags", []))
         result.code += 1
         result.asserts += len(re.findall(r"^\s*assert\b", src, flags=re.M))
+        for call in timing_calls_without_device(src):
+            result.problems.append(
+                f"cell {i}: {call} without device=: pass where the timed work runs "
+                "('cpu', 'cuda' or a tensor's .device)"
+            )
         for line in src.splitlines():
             m = _MARKER.match(line)
             if m:
