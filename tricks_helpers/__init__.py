@@ -34,6 +34,10 @@ Each submodule has one job and is introduced by one chapter of the book:
   :mod:`tricks_helpers.traces`: the trace file it exports, read back as counts and a timeline (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
   cost behind ShuffleNetV2's guidelines (10).
+- :mod:`tricks_helpers.backend_flags`: cuDNN flags set for one block and restored (02, 06);
+  :mod:`tricks_helpers.gpu_checks`: invariants deciding GPU-only claims (copies overlapped,
+  tensor-core kernels, the cuBLAS workspace check) (02-05); :mod:`tricks_helpers.prefetch`:
+  the CUDA-stream batch prefetcher (03).
 
 All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
 ``TypeError``, a wrong value ``ValueError``.
