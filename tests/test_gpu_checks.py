@@ -35,6 +35,31 @@ def test_touching_intervals_do_not_overlap():
     assert gpu_checks.overlapped_copies(spans) == (0, 1)
 
 
+def test_copy_kinds_counts_copies_by_name():
+    spans = [
+        span("Memcpy HtoD (Pinned -> Device)", 0, 1, "s", COPY),
+        span("Memcpy HtoD (Pinned -> Device)", 2, 1, "s", COPY),
+        span("Memcpy HtoD (Pageable -> Device)", 4, 1, "s", COPY),
+        span("k", 0, 1, "s", KERNEL),
+    ]
+    assert gpu_checks.copy_kinds(spans) == {
+        "Memcpy HtoD (Pinned -> Device)": 2,
+        "Memcpy HtoD (Pageable -> Device)": 1,
+    }
+
+
+def test_profile_spans_records_the_work_on_cpu(tmp_path):
+    x = torch.ones(64, 64)
+    spans = gpu_checks.profile_spans(lambda: x @ x)
+    assert any(s.name == "aten::mm" and s.category == "cpu_op" for s in spans)
+    kept = gpu_checks.profile_spans(lambda: x @ x, tmp_path / "t.json")
+    assert (tmp_path / "t.json").exists() and any(s.name == "aten::mm" for s in kept)
+    if not torch.cuda.is_available():
+        assert gpu_checks.overlapped_copies(spans) == (0, 0)
+    with pytest.raises(TypeError, match="^profile_spans: fn must be callable"):
+        gpu_checks.profile_spans(3)
+
+
 def test_tensor_core_kernels_by_name():
     spans = [
         span("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", 0, 1, "s", KERNEL),

@@ -21,16 +21,24 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-from tricks_helpers._checks import check_choice, check_int, check_type
-from tricks_helpers.traces import TraceSpan
+import torch
+
+from tricks_helpers._checks import check_callable, check_choice, check_int, check_type
+from tricks_helpers.traces import TraceSpan, trace_spans
 
 __all__ = [
     "COPY_CATEGORY",
     "KERNEL_CATEGORY",
     "TENSOR_CORE_MARKERS",
     "overlapped_copies",
+    "copy_kinds",
+    "profile_spans",
     "tensor_core_kernels",
     "cublas_product_without_workspace_config",
 ]
@@ -83,6 +91,51 @@ def overlapped_copies(spans: Sequence[TraceSpan], direction: str = "HtoD") -> tu
         ):
             overlapped += 1
     return overlapped, len(copies)
+
+
+def copy_kinds(spans: Sequence[TraceSpan]) -> Counter[str]:
+    """Copies counted by name, e.g. ``{"Memcpy HtoD (Pinned -> Device)": 8}`` (chapter 03).
+
+    The name says where a host-to-device copy read from: ``Pageable`` memory (staged through a
+    pinned buffer by the driver, so the host waits) or ``Pinned`` memory (``pin_memory=True``:
+    the copy can run asynchronously).
+
+    Raises:
+        TypeError: on spans that are not :class:`~tricks_helpers.traces.TraceSpan` rows.
+    """
+    _check_spans("copy_kinds", spans)
+    return Counter(s.name for s in spans if s.category == COPY_CATEGORY)
+
+
+def profile_spans(fn: Callable[[], Any], path: str | os.PathLike | None = None) -> list[TraceSpan]:
+    """Run ``fn()`` under the profiler (CPU, and CUDA where present) and return every span.
+
+    Args:
+        fn: the work to record.
+        path: where to write the Chrome trace (default: a temporary file, removed after).
+
+    Returns:
+        ``trace_spans(trace, category=None)``: CPU operators, and on CUDA the kernels
+        (:data:`KERNEL_CATEGORY`) and copies (:data:`COPY_CATEGORY`) with their stream.
+
+    Raises:
+        TypeError: when ``fn`` is not callable.
+    """
+    check_callable("profile_spans", "fn", fn)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    if path is not None:
+        prof.export_chrome_trace(str(path))
+        return trace_spans(path, category=None)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        return trace_spans(trace, category=None)
 
 
 def tensor_core_kernels(spans: Sequence[TraceSpan]) -> list[str]:
