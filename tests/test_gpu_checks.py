@@ -106,3 +106,33 @@ def test_probe_on_cuda_matches_the_release():
 
     expected = "raises" if determinism.cublas_workspace_required() else "bitwise equal twice"
     assert gpu_checks.cublas_product_without_workspace_config("cuda") == expected
+
+
+SNAPSHOT = {
+    "segments": [],
+    "device_traces": [
+        [
+            {"action": "segment_alloc", "size": 256, "addr": 0},
+            {"action": "alloc", "size": 256, "addr": 0},
+            {"action": "free_requested", "size": 256, "addr": 0},
+            {"action": "free_completed", "size": 256, "addr": 0},
+            {"action": "alloc", "size": 64, "addr": 0},
+            {"action": "segment_free", "size": 256, "addr": 0},
+        ]
+    ],
+}
+
+
+def test_allocator_actions_and_timeline_from_a_snapshot():
+    acts = gpu_checks.allocator_actions(SNAPSHOT)
+    assert acts["segment_free"] == 1 and acts["alloc"] == 2 and acts["free_completed"] == 1
+    assert gpu_checks.allocated_timeline(SNAPSHOT) == [0, 256, 256, 0, 64, 64]
+
+
+def test_snapshot_errors():
+    with pytest.raises(TypeError, match="^allocator_actions: snapshot must be dict"):
+        gpu_checks.allocator_actions([])
+    with pytest.raises(ValueError, match="no device_traces for device 1"):
+        gpu_checks.allocated_timeline(SNAPSHOT, device=1)
+    with pytest.raises(ValueError, match="no device_traces for device 0"):
+        gpu_checks.allocated_timeline({"segments": []})

@@ -9,6 +9,10 @@ branch of a chapter by a fact of the run, beside a loose speed bound:
   ``category=None``): overlap is what ``pin_memory=True`` + ``non_blocking=True`` and a prefetcher
   buy (chapter 03);
 - :func:`tensor_core_kernels` picks the kernels whose names say they use tensor cores (04);
+- :func:`allocator_actions` and :func:`allocated_timeline` read a CUDA memory snapshot
+  (``torch.cuda.memory._snapshot()`` after ``_record_memory_history()``): which actions the
+  caching allocator took (``segment_free`` is memory returned to the driver) and the bytes
+  allocated after each (05);
 - :func:`cublas_product_without_workspace_config` runs a matrix product twice under
   deterministic mode in a fresh process without ``CUBLAS_WORKSPACE_CONFIG`` (02).
 
@@ -40,6 +44,8 @@ __all__ = [
     "copy_kinds",
     "profile_spans",
     "tensor_core_kernels",
+    "allocator_actions",
+    "allocated_timeline",
     "cublas_product_without_workspace_config",
 ]
 
@@ -147,6 +153,49 @@ def tensor_core_kernels(spans: Sequence[TraceSpan]) -> list[str]:
     _check_spans("tensor_core_kernels", spans)
     names = {s.name for s in spans if s.category == KERNEL_CATEGORY}
     return sorted(n for n in names if any(m in n.lower() for m in TENSOR_CORE_MARKERS))
+
+
+def _device_trace(where: str, snapshot: Any, device: int) -> list[dict[str, Any]]:
+    check_type(where, "snapshot", snapshot, dict)
+    check_int(where, "device", device, minimum=0)
+    traces = snapshot.get("device_traces")
+    if not isinstance(traces, list) or device >= len(traces):
+        raise ValueError(f"{where}: the snapshot has no device_traces for device {device}")
+    return traces[device]
+
+
+def allocator_actions(snapshot: dict[str, Any], device: int = 0) -> Counter[str]:
+    """The caching allocator's recorded actions on ``device``, counted (chapter 05).
+
+    ``"segment_alloc"``/``"segment_free"`` are ``cudaMalloc``/``cudaFree`` calls (memory taken
+    from or returned to the driver); ``"alloc"``/``"free_completed"`` are tensors' blocks.
+
+    Raises:
+        TypeError: on a snapshot that is not a dict.
+        ValueError: when it has no trace for ``device``.
+    """
+    return Counter(e["action"] for e in _device_trace("allocator_actions", snapshot, device))
+
+
+def allocated_timeline(snapshot: dict[str, Any], device: int = 0) -> list[int]:
+    """Bytes allocated to tensors after each recorded action, from the first one (chapter 05).
+
+    ``alloc`` adds its size, ``free_completed`` subtracts it; the other actions leave it as
+    it is (they change what is *reserved*, not what is allocated). The values are relative to
+    what was allocated when recording started.
+
+    Raises:
+        TypeError: on a snapshot that is not a dict.
+        ValueError: when it has no trace for ``device``.
+    """
+    total, out = 0, []
+    for e in _device_trace("allocated_timeline", snapshot, device):
+        if e["action"] == "alloc":
+            total += e["size"]
+        elif e["action"] == "free_completed":
+            total -= e["size"]
+        out.append(total)
+    return out
 
 
 _PROBE = """
