@@ -18,7 +18,8 @@ on what makes a stored book untrustworthy or a page unreadable:
 - a path of the machine that ran it in an output (``/tmp/...``, ``site-packages/``...);
 - a ``bench.measure``/``compare``/``compare_many`` call without ``device=``: the device of a
   timing comes from what is timed, never from what the machine has (issue 20);
-- a notebook under ``book/`` that ``_toc.yml`` does not list.
+- a notebook under ``book/`` that ``_toc.yml`` does not list;
+- a chapter with a CUDA branch without Colab's GPU-runtime metadata (``make colab`` adds it).
 
 Only the standard library and this repository's scripts are used.
 """
@@ -33,6 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from colab_runtime import has_gpu_branch, has_gpu_runtime
 from find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 
 MIN_COMPARED = 0.80
@@ -201,6 +203,10 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
             hit = _MACHINE_PATH.search(text)
             if hit:
                 result.problems.append(f"cell {i}: machine path in output near {hit.group(0)!r}")
+    if has_gpu_branch(nb) and not has_gpu_runtime(nb):
+        result.problems.append(
+            "has a CUDA branch but no Colab GPU-runtime metadata (make colab adds it)"
+        )
     if result.share < min_compared:
         result.problems.append(
             f"{result.compared} of {result.with_output} outputs compared "

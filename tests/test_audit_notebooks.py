@@ -156,6 +156,14 @@ def test_timing_calls_without_device_skips_what_is_not_python():
     ]
 
 
+def test_cuda_branch_needs_colab_gpu_runtime(make_notebook):
+    cells = [code("if torch.cuda.is_available():\n    x = 1", ["\n"])]
+    a = audit(make_notebook, cells)
+    assert a.problems == [
+        "has a CUDA branch but no Colab GPU-runtime metadata (make colab adds it)"
+    ]
+
+
 def test_unreadable_notebook(tmp_path):
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{")
