@@ -54,9 +54,10 @@ COPY_CATEGORY = "gpu_memcpy"
 KERNEL_CATEGORY = "kernel"
 
 #: Substrings of cuBLAS/CUTLASS kernel names that mean tensor-core (MMA) instructions:
-#: ``s16816``/``h16816`` (Ampere MMA shapes), ``hmma``/``xmma``/``tensorop`` (older and
-#: generic names), ``wgmma``/``gmma`` (Hopper). A name heuristic: the cell prints the names.
-TENSOR_CORE_MARKERS = ("16816", "1688", "hmma", "xmma", "tensorop", "gmma", "_tc_")
+#: ``s884`` (Volta), ``s1688`` (Turing), ``s16816`` (Ampere) MMA shapes; ``hmma``/``xmma``/
+#: ``tensorop`` (generic names); ``gmma``/``wgmma`` (Hopper); ``nvjet`` (cuBLAS's generated
+#: GEMMs on Hopper and later). A name heuristic: the cell prints the names it matched.
+TENSOR_CORE_MARKERS = ("884", "1688", "16816", "hmma", "xmma", "tensorop", "gmma", "nvjet", "_tc_")
 
 
 def _check_spans(where: str, spans: object) -> Sequence[TraceSpan]:
