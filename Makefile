@@ -5,7 +5,7 @@
 # For authors:
 #   make execute NB=book/01_dataloader_seeding.ipynb   re-execute notebooks in place (all if NB is empty)
 #   make results   regenerate book/results.md and its chart from the stored outputs
-#   make colab     re-stamp the Colab set-up cell (no re-execution needed: its local output is unchanged)
+#   make colab     re-stamp the Colab set-up cell and GPU-runtime metadata (no re-execution needed)
 #   make markers   turn '# NBVAL_*' comment markers into nbval cell tags (no re-execution needed)
 #   make audit     audit the stored notebooks (order, errors, share compared, figures, verdict lines)
 #   make lint      ruff check + ruff format --check (make format applies both fixes)
@@ -93,6 +93,7 @@ execute: venv
 
 colab: venv
 	$(BIN)/python scripts/colab_cell.py
+	$(BIN)/python scripts/colab_runtime.py
 
 lock: venv
 	$(BIN)/python scripts/lock.py

@@ -21,6 +21,9 @@ on what makes a stored book untrustworthy or a page unreadable:
   imports helpers only as ``from tricks_helpers import a, b, c``, once, in its set-up cell;
   no ``from tricks_helpers.x import y``, no ``import tricks_helpers[.x]``, no alias
   (``quantization as qz``), no second import of the package in a later cell.
+- a ``bench.measure``/``compare``/``compare_many`` call without ``device=``: the device of a
+  timing comes from what is timed, never from what the machine has (issue 20);
+- a chapter with a CUDA branch without Colab's GPU-runtime metadata (``make colab`` adds it).
 
 Only the standard library and this repository's scripts are used.
 """
@@ -28,12 +31,14 @@ Only the standard library and this repository's scripts are used.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from colab_runtime import has_gpu_branch, has_gpu_runtime
 from find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 
 MIN_COMPARED = 0.80
@@ -44,6 +49,7 @@ _MARKER = re.compile(r"^\s*#+\s*((?:NBVAL|PYTEST_VALIDATE)_[A-Z_]+)")
 _MACHINE_PATH = re.compile(
     r"(/tmp/|/home/|/root/|/work/|/usr/local/lib/python|site-packages/|C:\\\\Users)"
 )
+_TIMING_CALLS = ("measure", "compare", "compare_many")
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
@@ -134,6 +140,31 @@ def import_problems(cell: int, src: str, seen: int | None) -> list[str]:
     return problems
 
 
+def timing_calls_without_device(src: str) -> list[str]:
+    """Names of the ``bench`` timing calls in ``src`` that pass no ``device=`` keyword.
+
+    Lines of IPython syntax (``%magic``, ``!shell``) are blanked first; a cell that still is
+    not Python is not checked (nbval reports it when it runs).
+    """
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _TIMING_CALLS
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "bench"
+            and not any(k.arg in ("device", None) for k in node.keywords)
+        ):
+            found.append(f"bench.{node.func.attr} (line {node.lineno})")
+    return found
+
+
 def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
     """Audit one stored notebook (see the module docstring for the rules)."""
     result = Audit(path.name)
@@ -158,6 +189,11 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
         tags = set(meta.get("tags", []))
         result.code += 1
         result.asserts += len(re.findall(r"^\s*assert\b", src, flags=re.M))
+        for call in timing_calls_without_device(src):
+            result.problems.append(
+                f"cell {i}: {call} without device=: pass where the timed work runs "
+                "('cpu', 'cuda' or a tensor's .device)"
+            )
         for line in src.splitlines():
             m = _MARKER.match(line)
             if m:
@@ -206,6 +242,10 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
             hit = _MACHINE_PATH.search(text)
             if hit:
                 result.problems.append(f"cell {i}: machine path in output near {hit.group(0)!r}")
+    if has_gpu_branch(nb) and not has_gpu_runtime(nb):
+        result.problems.append(
+            "has a CUDA branch but no Colab GPU-runtime metadata (make colab adds it)"
+        )
     if result.share < min_compared:
         result.problems.append(
             f"{result.compared} of {result.with_output} outputs compared "

@@ -130,6 +130,40 @@ def test_machine_paths(make_notebook):
     assert a.problems == ["cell 1: machine path in output near '/tmp/'"]
 
 
+def test_timing_calls_need_a_device(make_notebook):
+    """Issue 20, defect 1: a timing without device= would be labelled by the machine."""
+    a = audit(
+        make_notebook,
+        [
+            code("c = bench.compare('a', f, g, check=True)"),
+            code("m = bench.measure(f, device='cpu')\nk = bench.compare_many('x', cands)"),
+            code("%time x = 1\nbench.measure(f, device=x.device)\nbench.compare(**kw)"),
+            code("t = bench.fmt_time(1.0)\nother.compare('a', f, g)"),
+        ],
+    )
+    assert a.problems == [
+        "cell 1: bench.compare (line 1) without device=: pass where the timed work runs "
+        "('cpu', 'cuda' or a tensor's .device)",
+        "cell 2: bench.compare_many (line 2) without device=: pass where the timed work runs "
+        "('cpu', 'cuda' or a tensor's .device)",
+    ]
+
+
+def test_timing_calls_without_device_skips_what_is_not_python():
+    assert audit_notebooks.timing_calls_without_device("def (:\n  bench.compare(1)") == []
+    assert audit_notebooks.timing_calls_without_device("!ls\nbench.measure(f)") == [
+        "bench.measure (line 2)"
+    ]
+
+
+def test_cuda_branch_needs_colab_gpu_runtime(make_notebook):
+    cells = [code("if torch.cuda.is_available():\n    x = 1", ["\n"])]
+    a = audit(make_notebook, cells)
+    assert a.problems == [
+        "has a CUDA branch but no Colab GPU-runtime metadata (make colab adds it)"
+    ]
+
+
 def test_unreadable_notebook(tmp_path):
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{")

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from tricks_helpers import ddp_check, ddp_train, launch
+from tricks_helpers import ddp_check, ddp_train, determinism, launch
 
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
 
@@ -106,6 +106,35 @@ def test_main_refuses_to_run_outside_torchrun(monkeypatch, tmp_path, capsys):
     with pytest.raises(SystemExit):
         ddp_train.main(["--out", str(tmp_path), "--variant", "x"])
     assert "run me under torchrun" in capsys.readouterr().err
+
+
+def test_nccl_branch_turns_on_determinism_first(monkeypatch, tmp_path):
+    """Issue 20, defect 5: bitwise run-to-run equality on NCCL needs deterministic kernels."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def set_device(index):
+        seen.append(("set_device", torch.are_deterministic_algorithms_enabled()))
+
+    def init_process_group(backend):
+        seen.append((backend, torch.are_deterministic_algorithms_enabled()))
+        raise Stop
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setattr(ddp_train, "_choose_backend", lambda requested: "nccl")
+    monkeypatch.setattr(torch.cuda, "set_device", set_device)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(ddp_train.dist, "init_process_group", init_process_group)
+    before = determinism.current_settings()
+    try:
+        with pytest.raises(Stop):
+            ddp_train.main(["--out", str(tmp_path), "--variant", "x"])
+        assert seen == [("set_device", True), ("nccl", True)]
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        determinism.restore_settings(before)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun launch test on Linux")

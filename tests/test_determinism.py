@@ -110,11 +110,51 @@ def test_enable_determinism_rejects_bad_arguments_without_changing_anything(kwar
     assert current_settings() == before
 
 
+@pytest.mark.parametrize(
+    "version, required",
+    [
+        ("2.4.0", True),
+        ("2.9.1+cu128", True),
+        ("2.10.0", False),
+        ("2.13.0+cpu", False),
+        ("3.0", False),
+    ],
+)
+def test_cublas_workspace_required_by_release(version, required):
+    assert determinism.cublas_workspace_required(version) is required
+
+
+def test_cublas_workspace_required_defaults_to_running_torch(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.9.0")
+    assert determinism.cublas_workspace_required() is True
+    monkeypatch.setattr(torch, "__version__", "2.13.0")
+    assert determinism.cublas_workspace_required() is False
+
+
+def test_cublas_workspace_required_rejects_bad_versions():
+    with pytest.raises(ValueError, match="must start with major.minor, got 'nightly'"):
+        determinism.cublas_workspace_required("nightly")
+    with pytest.raises(TypeError, match="torch_version must be str, got int"):
+        determinism.cublas_workspace_required(2)
+
+
+def test_enable_determinism_does_not_refuse_after_cuda_init_from_2_10(monkeypatch):
+    """torch >= 2.10 no longer checks the variable, so refusing would be wrong."""
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch, "__version__", "2.13.0")
+    enable_determinism()
+    assert torch.are_deterministic_algorithms_enabled()
+
+
 def test_enable_determinism_refuses_after_cuda_init(monkeypatch):
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch, "__version__", "2.9.1")
     before = current_settings()
-    with pytest.raises(RuntimeError, match="CUDA is already initialised"):
+    with pytest.raises(
+        RuntimeError, match=r"torch 2\.9\.1 \(before 2\.10\).*CUDA is already initialised"
+    ):
         enable_determinism()
     assert current_settings() == before
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # set in time: fine

@@ -143,3 +143,19 @@ def test_show_error_fails_when_nothing_raises_and_lets_others_through():
         notebook.show_error(lambda: {}["x"], ValueError)
     with pytest.raises(TypeError, match="fn must be callable"):
         notebook.show_error(3)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/__w/pytorch/pytorch/aten/src/ATen/quantized/Quantizer.cpp:111.",
+        "/opt/conda/conda-bld/pytorch_1720538643151/work/aten/src/ATen/Context.cpp:164.",
+        "C:\\actions-runner\\_work\\pytorch\\aten\\src\\ATen\\native\\Copy.cpp:308.",
+    ],
+)
+def test_sanitize_masks_the_build_path_of_a_cpp_warning(sanitize, where):
+    """Issue 20, defect 7: the same warning from another build must compare equal."""
+    line = f"UserWarning: quantized tensors are deprecated. (Triggered internally at {where})"
+    assert sanitize(line) == (
+        "UserWarning: quantized tensors are deprecated. (Triggered internally at <build path>)"
+    )

@@ -44,6 +44,10 @@ Each submodule has one job and is introduced by one chapter of the book:
   cost behind ShuffleNetV2's guidelines (10).
 - :mod:`tricks_helpers.threads`: thread counts seen by new processes and DataLoader workers;
   :mod:`tricks_helpers.syncs`: host reads (device-to-host syncs) counted per step (10).
+- :mod:`tricks_helpers.backend_flags`: cuDNN flags set for one block and restored (02, 06);
+  :mod:`tricks_helpers.gpu_checks`: invariants deciding GPU-only claims (copies overlapped,
+  tensor-core kernels, the cuBLAS workspace check) (02-05); :mod:`tricks_helpers.prefetch`:
+  the CUDA-stream batch prefetcher (03).
 
 All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
 ``TypeError``, a wrong value ``ValueError``.

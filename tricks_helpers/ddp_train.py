@@ -14,9 +14,13 @@ the losses, parameter hashes, the all-reduce count, timings) and rank 0 writes
 :func:`tricks_helpers.ddp_check.load_results`.
 
 Backend: NCCL with one GPU per process when CUDA has enough GPUs for every local rank,
-else gloo on CPU. The same training run, simulated in one process on the same global
-batches, is :func:`tricks_helpers.ddp_check.train_reference`: DDP must give its parameters
-(up to float rounding).
+else gloo on CPU. On NCCL the script first turns on deterministic algorithms
+(:func:`tricks_helpers.determinism.enable_determinism`, ``warn_only=True``: an op without a
+deterministic kernel warns in the log) so that two launches give bitwise-equal parameters on
+the same GPUs and rank count; gloo on CPU needs nothing (its all-reduce sums in a fixed order).
+The same training run, simulated in one process on the same global batches, is
+:func:`tricks_helpers.ddp_check.train_reference`: DDP must give its parameters (up to float
+rounding).
 
 Guarantees: the data set is generated from a fixed seed (identical on every rank); model
 init is seeded alike on every rank; augmentation noise is seeded apart (``seed + 1 + rank``);
@@ -46,6 +50,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
+from tricks_helpers.determinism import enable_determinism
 
 __all__ = [
     "RunConfig",
@@ -367,6 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--variant: names must be unique, got {names}")
     backend = _choose_backend(args.backend)
     if backend == "nccl":
+        enable_determinism(warn_only=True)  # before the first CUDA work (cuBLAS, torch < 2.10)
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
     dist.init_process_group(backend)
     try:

@@ -4,8 +4,9 @@
   results (``torch.use_deterministic_algorithms``, cuDNN ``deterministic``/``benchmark``
   flags, ``CUBLAS_WORKSPACE_CONFIG``) and returns the previous settings;
   :func:`restore_settings` puts them back, and :func:`deterministic` does both as a context
-  manager. It refuses, before changing anything, when CUDA is already initialised without
-  ``CUBLAS_WORKSPACE_CONFIG``: cuBLAS may already have read the environment.
+  manager. On releases that require ``CUBLAS_WORKSPACE_CONFIG`` under deterministic mode
+  (:func:`cublas_workspace_required`: before torch 2.10) it refuses, before changing anything,
+  when CUDA is already initialised without it: cuBLAS may already have read the environment.
 - :func:`snapshot_rng` / :func:`restore_rng` capture and restore every RNG state: Python's
   ``random``, numpy's global RNG, torch on the CPU and on every CUDA device.
 - :func:`assert_reproducible` runs a function twice from the same RNG state and compares the
@@ -31,6 +32,8 @@ from tricks_helpers.bitwise import first_difference
 
 __all__ = [
     "CUBLAS_WORKSPACE_CONFIG",
+    "CUBLAS_CHECK_REMOVED_IN",
+    "cublas_workspace_required",
     "DeterminismSettings",
     "current_settings",
     "enable_determinism",
@@ -48,6 +51,40 @@ __all__ = [
 CUBLAS_WORKSPACE_CONFIG = ":4096:8"
 _CUBLAS_OK = (":4096:8", ":16:8")
 _ENV = "CUBLAS_WORKSPACE_CONFIG"
+
+#: The first torch release whose deterministic mode no longer checks ``CUBLAS_WORKSPACE_CONFIG``.
+#: Up to 2.9, cuBLAS matrix products under ``use_deterministic_algorithms(True)`` raised
+#: ``RuntimeError`` ("...it uses CuBLAS and you have CUDA >= 10.2...") unless it held
+#: ``:4096:8`` or ``:16:8``. Upstream PR #161749 ("update cuBLAS determinism docs, remove
+#: workspace requirement checks", opened 2025-08-28, after the 2.9 branch cut) removed the check
+#: and ``at::Context::alertCuBLASConfigNotDeterministic``: PyTorch has allocated a cuBLAS
+#: workspace per handle and stream since CUDA 11, which cuBLAS documents as enough. Checked for
+#: 2.13: neither the function nor the message is in ``libtorch_cpu.so`` (where ``at::Context``
+#: lives) and ``torch.use_deterministic_algorithms``'s docstring no longer names the variable.
+CUBLAS_CHECK_REMOVED_IN = (2, 10)
+
+
+def cublas_workspace_required(torch_version: str | None = None) -> bool:
+    """Whether deterministic mode on CUDA raises without ``CUBLAS_WORKSPACE_CONFIG`` (chapter 02).
+
+    Args:
+        torch_version: a release such as ``"2.9.1+cu128"`` (default: the running torch).
+
+    Returns:
+        ``True`` for releases before :data:`CUBLAS_CHECK_REMOVED_IN`, ``False`` from it on.
+
+    Raises:
+        TypeError: on a non-string ``torch_version``.
+        ValueError: on a string that does not start with ``major.minor``.
+    """
+    version = str(torch.__version__) if torch_version is None else torch_version
+    check_type("cublas_workspace_required", "torch_version", version, str)
+    parts = version.split("+")[0].split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        raise ValueError(
+            f"cublas_workspace_required: torch_version must start with major.minor, got {version!r}"
+        )
+    return (int(parts[0]), int(parts[1])) < CUBLAS_CHECK_REMOVED_IN
 
 
 @dataclass(frozen=True)
@@ -99,8 +136,9 @@ def enable_determinism(
     deterministic implementation then raise ``RuntimeError``, or only warn with
     ``warn_only=True``), ``torch.backends.cudnn.deterministic = True``,
     ``torch.backends.cudnn.benchmark = False`` and the environment variable
-    ``CUBLAS_WORKSPACE_CONFIG`` (unless it already holds a deterministic value). Nothing
-    is changed when it raises.
+    ``CUBLAS_WORKSPACE_CONFIG`` (unless it already holds a deterministic value; torch releases
+    before 2.10 require it, later ones ignore it for determinism, see
+    :func:`cublas_workspace_required`). Nothing is changed when it raises.
 
     Args:
         warn_only: warn instead of raising on nondeterministic ops.
@@ -112,10 +150,10 @@ def enable_determinism(
     Raises:
         TypeError: on a non-bool ``warn_only`` or a non-string ``cublas_workspace_config``.
         ValueError: on an unknown ``cublas_workspace_config``.
-        RuntimeError: if CUDA is already initialised and ``CUBLAS_WORKSPACE_CONFIG`` is not
-            set to a deterministic value: the variable is read once, when cuBLAS is first set
-            up, so setting it now may not take effect. Set it (or call this) before any CUDA
-            work.
+        RuntimeError: on a torch release before 2.10, if CUDA is already initialised and
+            ``CUBLAS_WORKSPACE_CONFIG`` is not set to a deterministic value: the variable is read
+            once, when cuBLAS is first set up, so setting it now may not take effect. Set it (or
+            call this) before any CUDA work. From 2.10 on it does not refuse.
     """
     check_bool("enable_determinism", "warn_only", warn_only)
     check_type("enable_determinism", "cublas_workspace_config", cublas_workspace_config, str)
@@ -123,12 +161,18 @@ def enable_determinism(
         "enable_determinism", "cublas_workspace_config", cublas_workspace_config, _CUBLAS_OK
     )
     previous = current_settings()
-    if previous.cublas_workspace_config not in _CUBLAS_OK and torch.cuda.is_initialized():
+    if (
+        previous.cublas_workspace_config not in _CUBLAS_OK
+        and torch.cuda.is_initialized()
+        and cublas_workspace_required()
+    ):
         raise RuntimeError(
-            "enable_determinism: CUDA is already initialised but CUBLAS_WORKSPACE_CONFIG is "
-            f"{previous.cublas_workspace_config!r}; it is read once, when cuBLAS is first set up, "
-            "so setting it now may not take effect. Call enable_determinism() (or export "
-            f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) before the first CUDA operation."
+            f"enable_determinism: torch {torch.__version__} (before 2.10) raises on cuBLAS "
+            "products in deterministic mode unless CUBLAS_WORKSPACE_CONFIG is set; CUDA is "
+            f"already initialised but it is {previous.cublas_workspace_config!r}, and it is read "
+            "once, when cuBLAS is first set up, so setting it now may not take effect. Call "
+            f"enable_determinism() (or export CUBLAS_WORKSPACE_CONFIG={cublas_workspace_config}) "
+            "before the first CUDA operation."
         )
     if previous.cublas_workspace_config not in _CUBLAS_OK:
         os.environ[_ENV] = cublas_workspace_config

@@ -36,7 +36,7 @@ def test_measure_counts_warmup_and_repeats():
 
 
 def test_measure_times_sleep_roughly():
-    m = bench.measure(sleeper(0.01), repeats=3, warmup=0)
+    m = bench.measure(sleeper(0.01), repeats=3, warmup=0, device="cpu")
     assert 0.009 < m.median < 0.5
 
 
@@ -52,12 +52,12 @@ def test_measure_times_sleep_roughly():
 )
 def test_measure_rejects_bad_counts(kwargs, error, match):
     with pytest.raises(error, match=match):
-        bench.measure(lambda: None, **kwargs)
+        bench.measure(lambda: None, device="cpu", **kwargs)
 
 
 def test_measure_rejects_non_callable():
     with pytest.raises(TypeError, match="fn must be callable"):
-        bench.measure(42)
+        bench.measure(42, device="cpu")
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,9 @@ def test_compare_check_refuses_different_outputs_before_timing():
         return torch.ones(3)
 
     with pytest.raises(AssertionError, match="do not compute the same thing"):
-        bench.compare("wrong trick", base, lambda: torch.zeros(3), check=True, show=False)
+        bench.compare(
+            "wrong trick", base, lambda: torch.zeros(3), check=True, show=False, device="cpu"
+        )
     assert len(calls) == 1  # checked once, never timed
     ok = bench.compare(
         "same",
@@ -128,6 +130,7 @@ def test_compare_check_refuses_different_outputs_before_timing():
         repeats=2,
         warmup=0,
         show=False,
+        device="cpu",
     )
     assert ok.checked and "outputs checked equal" in ok.details()
     with pytest.raises(AssertionError, match="custom"):
@@ -135,9 +138,9 @@ def test_compare_check_refuses_different_outputs_before_timing():
         def custom(a, b):
             raise AssertionError("custom mismatch")
 
-        bench.compare("custom", lambda: 1, lambda: 2, check=custom, show=False)
+        bench.compare("custom", lambda: 1, lambda: 2, check=custom, show=False, device="cpu")
     with pytest.raises(TypeError, match="check must be"):
-        bench.compare("bad check", lambda: 1, lambda: 1, check="yes")
+        bench.compare("bad check", lambda: 1, lambda: 1, check="yes", device="cpu")
 
 
 def test_compare_bounds_remeasure_then_fail_with_all_attempts(capsys):
@@ -161,7 +164,14 @@ def test_compare_bounds_remeasure_then_fail_with_all_attempts(capsys):
     assert calls["n"] == 3 * 3
     assert len(capsys.readouterr().out.splitlines()) == 2  # only the last attempt is printed
     ok = bench.compare(
-        "reaches", sleeper(0.02), sleeper(0.001), repeats=3, warmup=0, at_least=2, show=False
+        "reaches",
+        sleeper(0.02),
+        sleeper(0.001),
+        repeats=3,
+        warmup=0,
+        at_least=2,
+        show=False,
+        device="cpu",
     )
     assert "asserted speed-up >= 2x" in ok.details()
     cost = bench.compare(
@@ -173,12 +183,15 @@ def test_compare_bounds_remeasure_then_fail_with_all_attempts(capsys):
         at_least=0.2,
         at_most=1.0,
         show=False,
+        device="cpu",
     )
     assert 0.2 <= cost.ratio <= 1.0
 
 
 def test_remeasure():
-    c = bench.compare("again", sleeper(0.003), sleeper(0.001), repeats=3, warmup=0, show=False)
+    c = bench.compare(
+        "again", sleeper(0.003), sleeper(0.001), repeats=3, warmup=0, show=False, device="cpu"
+    )
     again = c.remeasure()
     assert again.label == c.label and len(again.ratios) == 3
     with pytest.raises(ValueError, match="cannot be measured again"):
@@ -201,7 +214,7 @@ def test_remeasure():
     ],
 )
 def test_compare_rejects_bad_arguments(kwargs, error, match):
-    args = dict(label="x", baseline=lambda: None, trick=lambda: None, show=False)
+    args = dict(label="x", baseline=lambda: None, trick=lambda: None, device="cpu", show=False)
     args.update(kwargs)
     with pytest.raises(error, match=match):
         bench.compare(**args)
@@ -210,7 +223,7 @@ def test_compare_rejects_bad_arguments(kwargs, error, match):
 def test_compare_many_rounds_random_order_and_pooled_pairs():
     log = []
     cands = {name: (lambda name=name: log.append(name)) for name in "abc"}
-    many = bench.compare_many("three", cands, rounds=4, warmup=1, seed=3)
+    many = bench.compare_many("three", cands, rounds=4, warmup=1, seed=3, device="cpu")
     assert log[:3] == ["a", "b", "c"]  # warm-up in the given order
     rounds = [log[3 + 3 * r : 6 + 3 * r] for r in range(4)]
     assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
@@ -229,11 +242,11 @@ def test_compare_many_rounds_random_order_and_pooled_pairs():
 
 def test_compare_many_rejects_bad_input():
     with pytest.raises(ValueError, match="at least two"):
-        bench.compare_many("one", {"a": lambda: None})
+        bench.compare_many("one", {"a": lambda: None}, device="cpu")
     with pytest.raises(TypeError, match="must be callable"):
-        bench.compare_many("bad", {"a": lambda: None, "b": 3})
+        bench.compare_many("bad", {"a": lambda: None, "b": 3}, device="cpu")
     with pytest.raises(TypeError, match="candidates must be Mapping"):
-        bench.compare_many("bad", [lambda: None, lambda: None])
+        bench.compare_many("bad", [lambda: None, lambda: None], device="cpu")
 
 
 def test_comparison_from_times_pairs_rounds(capsys):
@@ -251,9 +264,41 @@ def test_comparison_from_times_pairs_rounds(capsys):
 def test_device_class():
     assert bench.device_class("cpu") == "cpu"
     assert bench.device_class(torch.device("cuda", 0)) == "cuda"
-    assert bench.device_class() in ("cpu", "cuda")
     with pytest.raises(ValueError, match="unsupported device type"):
         bench.device_class("meta")
+    with pytest.raises(TypeError, match="device is required"):
+        bench.device_class(None)
+    with pytest.raises(TypeError, match="device must be a str or torch.device, got int"):
+        bench.device_class(0)
+
+
+def test_timings_require_a_device():
+    with pytest.raises(TypeError, match="device"):
+        bench.measure(lambda: None)
+    with pytest.raises(TypeError, match="device"):
+        bench.compare("x", lambda: None, lambda: None, show=False)
+    with pytest.raises(TypeError, match="device"):
+        bench.compare_many("x", {"a": lambda: None, "b": lambda: None})
+
+
+def test_cpu_work_is_labelled_cpu_on_a_machine_with_cuda(monkeypatch):
+    """Issue 20, defect 1: CUDA being available must not relabel (or synchronise) CPU work."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+    def no_sync() -> None:
+        raise AssertionError("CPU-only work must not synchronise the GPU")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", no_sync)
+    x = torch.ones(8)
+    m = bench.measure(lambda: x + 1, repeats=2, warmup=0, device=x.device)
+    c = bench.compare(
+        "cpu add", lambda: x + 1, lambda: x * 2, repeats=2, device=x.device, show=False
+    )
+    many = bench.compare_many(
+        "cpu", {"a": lambda: x + 1, "b": lambda: x * 2}, rounds=2, device="cpu"
+    )
+    assert m.device == c.device == many.device == "cpu"
+    assert "(cpu, " in c.line()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -35,14 +35,27 @@ __all__ = [
 _DEVICE_TYPES = ("cpu", "cuda")
 
 
-def device_class(device: str | torch.device | None = None) -> str:
-    """Return ``"cuda"`` or ``"cpu"`` for ``device`` (default: CUDA when available).
+def device_class(device: str | torch.device) -> str:
+    """Return ``"cuda"`` or ``"cpu"`` for ``device``: the device the timed work runs on.
+
+    There is no default: a timing's device comes from what is timed, never from what the
+    machine has, so CPU-only work timed on a machine with a GPU is still labelled ``"cpu"``
+    (and not synchronised with the GPU).
 
     Raises:
+        TypeError: when ``device`` is ``None`` or not a device (pass ``"cpu"``, ``"cuda"`` or
+            the ``.device`` of the tensors the timed function works on).
         ValueError: for another device type (``"mps"``, ``"meta"``...).
     """
     if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        raise TypeError(
+            "device_class: device is required: pass where the timed work runs ('cpu', "
+            "'cuda', or a tensor's .device), not what the machine has"
+        )
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(
+            f"device_class: device must be a str or torch.device, got {type(device).__name__}"
+        )
     kind = torch.device(device).type
     if kind not in _DEVICE_TYPES:
         raise ValueError(
@@ -85,7 +98,7 @@ def measure(
     repeats: int = 7,
     number: int = 1,
     warmup: int = 2,
-    device: str | torch.device | None = None,
+    device: str | torch.device,
 ) -> Measurement:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timings of ``number`` calls each.
 
@@ -164,7 +177,7 @@ def compare(
     repeats: int = 15,
     number: int = 1,
     warmup: int = 2,
-    device: str | torch.device | None = None,
+    device: str | torch.device,
     check: bool | Callable[[Any, Any], Any] = False,
     at_least: float | None = None,
     at_most: float | None = None,
@@ -184,7 +197,7 @@ def compare(
         repeats: rounds (>= 1; 6 or more give a 95% interval).
         number: calls of each function per round.
         warmup: untimed calls of each first.
-        device: where they run (default: CUDA when available, else CPU).
+        device: where they run (required: ``"cpu"``, ``"cuda"`` or a tensor's ``.device``).
         check: compare the outputs of one call of each before timing, as the PyTorch
             benchmark recipe does: ``True`` uses ``torch.testing.assert_close``; a callable
             ``check(baseline_out, trick_out)`` either raises ``AssertionError`` on a mismatch
@@ -314,7 +327,7 @@ def compare_many(
     rounds: int = 5,
     number: int = 1,
     warmup: int = 1,
-    device: str | torch.device | None = None,
+    device: str | torch.device,
     seed: int = 0,
 ) -> ManyComparison:
     """Time several candidates in the same rounds, each round in a new seeded random order.
