@@ -53,12 +53,6 @@ _TIMING_CALLS = ("measure", "compare", "compare_many")
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
-_HELPER_FROM = re.compile(
-    r"^[ \t]*from[ \t]+tricks_helpers\b(?P<sub>\.[\w.]+)?[ \t]+import[ \t]+"
-    r"(?P<names>\([^)]*\)|[^\n]*)",
-    re.M,
-)
-_HELPER_IMPORT = re.compile(r"^[ \t]*import[ \t]+[^\n]*\btricks_helpers\b[^\n]*", re.M)
 ONE_IMPORT_FORM = "one-import-form: `from tricks_helpers import a, b`, once, in the set-up cell"
 _COMMENT_TAGS = {  # nbval's comment markers, as the tag that means the same
     "NBVAL_IGNORE_OUTPUT": {"nbval-ignore-output"},
@@ -116,6 +110,32 @@ def _figure_problem(meta: dict) -> str:
     return ", ".join(missing)
 
 
+def _python_tree(src: str) -> ast.Module | None:
+    """A cell's syntax tree, IPython lines (``%magic``, ``!shell``) blanked; None if not Python."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def helper_imports(src: str) -> list[ast.Import | ast.ImportFrom]:
+    """The statements of a cell that import ``tricks_helpers`` (code only: text in a string,
+    such as a script handed to a subprocess, is not an import of this kernel)."""
+    tree = _python_tree(src)
+    if tree is None:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            if (node.module or "").split(".")[0] == "tricks_helpers":
+                found.append(node)
+        elif isinstance(node, ast.Import):
+            if any(a.name.split(".")[0] == "tricks_helpers" for a in node.names):
+                found.append(node)
+    return sorted(found, key=lambda n: n.lineno)
+
+
 def import_problems(cell: int, src: str, seen: int | None) -> list[str]:
     """What breaks the one import form in one cell's source (``seen``: cell of the first import).
 
@@ -123,11 +143,11 @@ def import_problems(cell: int, src: str, seen: int | None) -> list[str]:
         One message per offending statement, naming the rule ``one-import-form``.
     """
     problems = []
-    for m in _HELPER_FROM.finditer(src):
-        statement = " ".join(m.group(0).split())
-        if m.group("sub"):
+    for node in helper_imports(src):
+        statement = " ".join((ast.get_source_segment(src, node) or ast.unparse(node)).split())
+        if isinstance(node, ast.Import) or node.module != "tricks_helpers":
             problems.append(f"cell {cell}: {statement!r} breaks {ONE_IMPORT_FORM}")
-        elif re.search(r"\bas\b", m.group("names")):
+        elif any(a.asname for a in node.names):
             problems.append(f"cell {cell}: alias in {statement!r} breaks {ONE_IMPORT_FORM}")
         elif seen is not None:
             problems.append(
@@ -135,8 +155,6 @@ def import_problems(cell: int, src: str, seen: int | None) -> list[str]:
                 f"breaks {ONE_IMPORT_FORM}"
             )
         seen = cell if seen is None else seen
-    for m in _HELPER_IMPORT.finditer(src):
-        problems.append(f"cell {cell}: {m.group(0).strip()!r} breaks {ONE_IMPORT_FORM}")
     return problems
 
 
@@ -146,10 +164,8 @@ def timing_calls_without_device(src: str) -> list[str]:
     Lines of IPython syntax (``%magic``, ``!shell``) are blanked first; a cell that still is
     not Python is not checked (nbval reports it when it runs).
     """
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
-    try:
-        tree = ast.parse("\n".join(lines))
-    except SyntaxError:
+    tree = _python_tree(src)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -183,7 +199,7 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
         if not src.strip():
             continue
         result.problems += import_problems(i, src, first_import)
-        if first_import is None and _HELPER_FROM.search(src):
+        if first_import is None and helper_imports(src):
             first_import = i
         meta = cell.get("metadata", {})
         tags = set(meta.get("tags", []))

@@ -224,3 +224,12 @@ def test_one_import_form_fails_a_second_import_in_a_later_cell(make_notebook):
         "cell 3: second import of the package (first in cell 1) breaks one-import-form: "
         "`from tricks_helpers import a, b`, once, in the set-up cell"
     ]
+
+
+def test_one_import_form_reads_code_not_strings(make_notebook):
+    """A script handed to a subprocess imports in its own process: not this kernel's import."""
+    script = 'WRITER = """\nfrom tricks_helpers import storage\nstorage.write(1, 2)\n"""\n'
+    indented = "if True:\n    from tricks_helpers.notebook import show_error\n"
+    assert import_problems(make_notebook, SETUP, script) == []
+    problems = import_problems(make_notebook, SETUP, indented)
+    assert len(problems) == 1 and "'from tricks_helpers.notebook import show_error'" in problems[0]
