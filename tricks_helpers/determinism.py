@@ -61,6 +61,9 @@ _ENV = "CUBLAS_WORKSPACE_CONFIG"
 #: workspace per handle and stream since CUDA 11, which cuBLAS documents as enough. Checked for
 #: 2.13: neither the function nor the message is in ``libtorch_cpu.so`` (where ``at::Context``
 #: lives) and ``torch.use_deterministic_algorithms``'s docstring no longer names the variable.
+#: The boundary was read off PyPI's x86-64 wheels (2026-11-23): 2.9.1's ``libtorch_cpu.so`` has
+#: ``alertCuBLASConfigNotDeterministic`` and the "To enable deterministic behavior ... CuBLAS"
+#: message, 2.10.0's has neither.
 CUBLAS_CHECK_REMOVED_IN = (2, 10)
 
 
