@@ -317,30 +317,42 @@ def test_compare_on_cuda_synchronizes():
 )
 def test_compare_check_callable_returning_false_fails(check):
     with pytest.raises(AssertionError, match="do not compute the same thing.*returned False"):
-        bench.compare("differ", lambda: torch.ones(3), lambda: torch.zeros(3), check=check)
+        bench.compare(
+            "differ", lambda: torch.ones(3), lambda: torch.zeros(3), check=check, device="cpu"
+        )
 
 
 def test_compare_check_callable_returning_true_or_none_passes():
     for check in (torch.equal, torch.allclose, lambda a, b: None, lambda a, b: torch.tensor(True)):
         c = bench.compare(
-            "same", lambda: torch.ones(3), lambda: torch.ones(3), check=check, repeats=1, show=False
+            "same",
+            lambda: torch.ones(3),
+            lambda: torch.ones(3),
+            check=check,
+            repeats=1,
+            show=False,
+            device="cpu",
         )
         assert c.checked
 
 
 def test_compare_check_callable_returning_a_non_bool_is_a_type_error():
     with pytest.raises(TypeError, match="check returned a \\(3,\\) torch.bool tensor"):
-        bench.compare("eq", lambda: torch.ones(3), lambda: torch.ones(3), check=torch.eq)
+        bench.compare(
+            "eq", lambda: torch.ones(3), lambda: torch.ones(3), check=torch.eq, device="cpu"
+        )
     with pytest.raises(TypeError, match="check returned float"):
-        bench.compare("diff", lambda: 1.0, lambda: 1.0, check=lambda a, b: abs(a - b))
+        bench.compare("diff", lambda: 1.0, lambda: 1.0, check=lambda a, b: abs(a - b), device="cpu")
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: bench.compare("frozen", lambda: 1, lambda: 2, repeats=3, show=False),
-        lambda: bench.measure(lambda: 1, repeats=2),
-        lambda: bench.compare_many("frozen", {"a": lambda: 1, "b": lambda: 2}, rounds=2),
+        lambda: bench.compare("frozen", lambda: 1, lambda: 2, repeats=3, show=False, device="cpu"),
+        lambda: bench.measure(lambda: 1, repeats=2, device="cpu"),
+        lambda: bench.compare_many(
+            "frozen", {"a": lambda: 1, "b": lambda: 2}, rounds=2, device="cpu"
+        ),
     ],
     ids=["compare", "measure", "compare_many"],
 )
@@ -349,3 +361,22 @@ def test_frozen_clock_is_refused_not_an_infinite_speed_up(monkeypatch, capsys, c
     with pytest.raises(RuntimeError, match="the clock did not advance"):
         call()
     assert "inf" not in capsys.readouterr().out
+
+
+def test_the_thread_count_is_the_callers_not_what_a_candidate_left(one_thread):
+    """A candidate that changes torch's threads does not relabel the comparison."""
+    before = torch.get_num_threads()
+
+    def sets(n):
+        def run():
+            torch.set_num_threads(n)
+
+        return run
+
+    try:
+        pair = bench.compare("threads", sets(3), sets(4), repeats=2, device="cpu", check=False)
+        torch.set_num_threads(before)
+        many = bench.compare_many("threads", {"3": sets(3), "4": sets(4)}, rounds=2, device="cpu")
+    finally:
+        torch.set_num_threads(before)
+    assert before == 1 and pair.threads == 1 and many.threads == 1  # not 3 or 4

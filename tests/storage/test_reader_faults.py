@@ -311,3 +311,27 @@ def test_damaged_hdf5_read_unchecked_never_kills_the_reader(tmp_path):
     assert codes[3] > 0 and codes[0] > 0  # some damage is detected, some harmless
     truncated = {os.WEXITSTATUS(r["status"]) for r in rows if r["kind"] == "truncate"}
     assert truncated == {3 * 16 + 3}
+
+
+@pytest.mark.parametrize("fmt", ["folder", "lmdb"])
+def test_opening_a_store_at_the_moment_it_is_swapped_gives_the_new_one(
+    tmp_path, monkeypatch, thirty, fmt
+):
+    """The reader opened the old directory; the writer swaps and deletes it before the reader
+    reads the manifest: the reader opens the path again, never reports 'not a store'."""
+    from tricks_helpers.storage import store as store_module
+
+    path = tmp_path / "s"
+    storage.write(path, thirty[:10], format=fmt)
+    real = store_module._read_manifest
+    raced = []
+
+    def swap_first(fd, name):
+        if not raced:
+            raced.append(True)
+            storage.write(path, thirty[10:], format=fmt, overwrite=True)  # swap, delete old
+        return real(fd, name)
+
+    monkeypatch.setattr(store_module, "_read_manifest", swap_first)
+    assert list(storage.read_all(path)) == thirty[10:]
+    assert raced == [True]

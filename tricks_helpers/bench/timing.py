@@ -230,6 +230,7 @@ def compare(
         if bound is not None:
             check_number("compare", name, bound, minimum=0.0, strict_minimum=True)
     dev = device_class(device)
+    threads = torch.get_num_threads()  # the caller's setting, before any candidate changes it
     if check is not False:
         _check_outputs(label, baseline(), trick(), check)
     asserted = _bound_text(at_least, at_most)
@@ -254,7 +255,7 @@ def compare(
             baseline=Measurement(tuple(base_t), dev),
             trick=Measurement(tuple(trick_t), dev),
             ratios=tuple(ratios),
-            threads=torch.get_num_threads(),
+            threads=threads,
             calls_per_round=number,
             checked=check is not False,
             asserted=asserted,
@@ -358,6 +359,7 @@ def compare_many(
     _check_counts("compare_many", rounds, number, warmup)
     check_int("compare_many", "seed", seed, minimum=0)
     dev = device_class(device)
+    threads = torch.get_num_threads()  # the caller's setting, before any candidate changes it
     names = list(candidates)
     for name in names:
         for _ in range(warmup):
@@ -373,6 +375,6 @@ def compare_many(
         label=label,
         times={n: tuple(t) for n, t in times.items()},
         device=dev,
-        threads=torch.get_num_threads(),
+        threads=threads,
         calls_per_round=number,
     )

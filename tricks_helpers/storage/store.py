@@ -150,29 +150,54 @@ def _read_manifest(fd: int, name: str) -> dict:
         return parse_manifest(f.read(), name)
 
 
-def _open_dir(path: Path, where: str) -> tuple[int, dict]:
-    """A descriptor of the store directory ``path`` and its digest-checked manifest."""
+def _moved(path: Path, fd: int) -> bool:
+    """Whether ``path`` now names another directory than the one ``fd`` holds (a store was
+    swapped into place since ``fd`` was opened)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
+
+
+def _open_dir(path: Path, where: str, attempts: int = 5) -> tuple[int, dict]:
+    """A descriptor of the store directory ``path`` and its digest-checked manifest.
+
+    A writer swaps a new store into place and then deletes the old one: a reader that opened
+    the old directory just before the swap can find its manifest gone. When ``path`` names
+    another directory by then, the directory is opened again (``attempts`` times at most), so
+    opening a store that is being replaced gives the old or the new one, never "not a store".
+    """
     not_store = StorageError(
         f"{where}: {path.name!r} is not a store written by "
         f"tricks_helpers.storage (no {MANIFEST} manifest)"
     )
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except FileNotFoundError:
-        raise StorageError(f"{where}: no store at {path.name!r}") from None
-    except NotADirectoryError:
-        raise not_store from None
-    try:
+    for attempt in range(attempts):
         try:
-            is_file = stat.S_ISREG(os.stat(MANIFEST, dir_fd=fd).st_mode)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except FileNotFoundError:
-            is_file = False
-        if not is_file:
-            raise not_store
-        return fd, _read_manifest(fd, path.name)
-    except BaseException:
-        os.close(fd)
-        raise
+            raise StorageError(f"{where}: no store at {path.name!r}") from None
+        except NotADirectoryError:
+            raise not_store from None
+        try:
+            try:
+                is_file = stat.S_ISREG(os.stat(MANIFEST, dir_fd=fd).st_mode)
+            except FileNotFoundError:
+                is_file = False
+            if not is_file:
+                raise not_store
+            return fd, _read_manifest(fd, path.name)
+        except (StorageError, OSError):
+            moved = _moved(path, fd)
+            os.close(fd)
+            if moved and attempt + 1 < attempts:
+                continue
+            raise
+        except BaseException:
+            os.close(fd)
+            raise
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def open_store(path: str | os.PathLike, where: str = "storage") -> Store:
