@@ -36,6 +36,11 @@ PIP_INDEX   := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 # Every package of the environment, pinned (make lock regenerates it from .venv).
 CONSTRAINTS := constraints.txt
 
+# Matplotlib's font cache lives in the venv: the one in ~/.cache lists font files by path, and
+# one written by another venv since deleted makes every plot print "findfont" lines on stderr,
+# which nbval compares. `make venv` builds it before any notebook runs.
+export MPLCONFIGDIR := $(abspath $(VENV))/mplconfig
+
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest \
@@ -49,6 +54,7 @@ $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	touch $@
 
 venv: $(STAMP)
+	@$(BIN)/python -c "import matplotlib.font_manager"
 
 results: venv
 	$(BIN)/python scripts/results_page.py

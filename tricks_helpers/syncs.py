@@ -24,6 +24,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tricks_helpers._checks import check_callable
+from tricks_helpers.memory.peaks import without_profiler_backend_lines
 
 __all__ = [
     "HOST_READ_OPS",
@@ -121,6 +122,8 @@ def profiled_host_reads(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> in
     from torch.profiler import ProfilerActivity, profile
 
     check_callable("profiled_host_reads", "fn", fn)
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    # Kineto writes timestamped start/stop lines to fd 2, which a notebook shows at random
+    # (ipykernel forwards fd 2 asynchronously): filtered, as memory's CPU reports do
+    with without_profiler_backend_lines(), profile(activities=[ProfilerActivity.CPU]) as prof:
         fn(*args, **kwargs)
     return sum(1 for event in prof.events() if event.name == "aten::_local_scalar_dense")

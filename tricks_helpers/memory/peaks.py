@@ -103,7 +103,7 @@ _BACKEND_LINES = re.compile(
 
 
 @contextlib.contextmanager
-def _without_profiler_backend_lines() -> Iterator[None]:
+def without_profiler_backend_lines() -> Iterator[None]:
     """Send fd 2 to a temporary file inside the block; re-emit every line but the backend's.
 
     Those lines carry timestamps and process ids, so a notebook that prints them differs on
@@ -198,7 +198,7 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with _without_profiler_backend_lines():
+        with without_profiler_backend_lines():
             with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                 # Two markers bracket the call, of 1 and 2 bytes so that they are told apart:
                 # the allocator's running total at the first is the level at entry, at the
