@@ -7,24 +7,13 @@ import time
 
 import pytest
 import torch
+from test_verdicts import fake  # one builder of comparisons from chosen ratios
 
 from tricks_helpers import bench
 
 
 def sleeper(seconds):
     return lambda: time.sleep(seconds)
-
-
-def fake(label="fake", ratios=(1.2,) * 9, base=1e-3):
-    """A Comparison with chosen per-round ratios (no timing)."""
-    b = tuple(base for _ in ratios)
-    return bench.Comparison(
-        label=label,
-        baseline=bench.Measurement(b, "cpu"),
-        trick=bench.Measurement(tuple(base / r for r in ratios), "cpu"),
-        ratios=tuple(ratios),
-        threads=2,
-    )
 
 
 def test_measure_counts_warmup_and_repeats():
@@ -195,7 +184,7 @@ def test_remeasure():
     again = c.remeasure()
     assert again.label == c.label and len(again.ratios) == 3
     with pytest.raises(ValueError, match="cannot be measured again"):
-        fake().remeasure()
+        fake().remeasure()  # built from numbers: nothing to run again
 
 
 @pytest.mark.parametrize(
