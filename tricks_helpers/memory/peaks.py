@@ -4,8 +4,9 @@
   what was allocated before; it returns ``None`` where CUDA is unavailable, so a chapter can
   branch on it.
 - :func:`cpu_memory_report` / :func:`peak_cpu_bytes` measure what PyTorch's CPU allocator
-  hands out while ``fn`` runs (peak above the level at entry, and what is still allocated at
-  exit), from the allocation events ``torch.profiler`` records with ``profile_memory=True``.
+  hands out while ``fn`` runs (the peak of the call's own allocations, and what of them is
+  still allocated at exit), from the allocation events ``torch.profiler`` records with
+  ``profile_memory=True``.
   The CPU allocator keeps no peak statistic of its own; the profiler sees every allocation
   and free it makes, so the numbers are exact for a given sequence of operators.
 
@@ -79,10 +80,10 @@ class CpuMemoryReport:
     """What PyTorch's CPU allocator handed out during one call (see :func:`cpu_memory_report`).
 
     Attributes:
-        peak: the highest number of bytes allocated at any moment of the call, above the level
-            at entry (0 when nothing was allocated).
-        retained: bytes still allocated at exit, above the level at entry (negative when the
-            call freed more than it allocated, e.g. gradients set to ``None``).
+        peak: the highest number of bytes the call's own allocations held at any moment (0 when
+            nothing was allocated).
+        retained: bytes the call allocated that are still allocated at exit (never negative:
+            frees of tensors allocated before the call are not counted).
         allocations: how many allocations the call made.
         result: what ``fn`` returned (it may hold some of the ``retained`` bytes).
     """
@@ -145,18 +146,20 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     """Run ``fn(*args, **kwargs)`` and measure what PyTorch's CPU allocator hands out meanwhile.
 
     The call runs under ``torch.profiler.profile(activities=[CPU], profile_memory=True)``,
-    which records every allocation and free of PyTorch's CPU allocator with the allocator's
-    running total. The peak is the highest running total during the call minus the total at
-    entry, so it counts tensors, temporaries inside operators, gradients and optimizer state
-    created by the call, and is exact for a given sequence of operators (it does not depend
-    on timing). Chapter 05 uses it for the CPU peak-memory claims (checkpointing, in-place
-    ReLU, holding a loss), which on CUDA ``torch.cuda.max_memory_allocated`` answers.
+    which records every allocation and free of PyTorch's CPU allocator with its address and
+    size. The events are replayed in time order: the peak is the most the call's own
+    allocations held at once, so it counts tensors, temporaries inside operators, gradients
+    and optimizer state created by the call, and is exact for a given sequence of operators
+    (it does not depend on timing or on what earlier profiles recorded). Chapter 05 uses it
+    for the CPU peak-memory claims (checkpointing, in-place ReLU, holding a loss), which on
+    CUDA ``torch.cuda.max_memory_allocated`` answers.
 
     What it does not see: memory not allocated through PyTorch's CPU allocator (NumPy
     arrays, Python objects, buffers BLAS libraries allocate for themselves), CUDA memory, and
-    frees of tensors allocated *before* the call (the allocator never recorded their size):
-    a call that frees older tensors reports a peak that may be too high and a ``retained``
-    that is too high. Allocations made by other threads meanwhile are counted.
+    frees of tensors allocated *before* the call: they are never counted (the allocator's
+    running total counts some of them, those whose size an earlier profile recorded, so it is
+    not used), and a call that frees older tensors reports the peak and ``retained`` of its
+    own allocations only. Allocations made by other threads meanwhile are counted.
 
     To keep the numbers repeatable, pending garbage is collected first (``gc.collect()``)
     and the cyclic garbage collector is paused during the call (and restored after), so it
@@ -200,14 +203,7 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     try:
         with without_profiler_backend_lines():
             with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-                # Two markers bracket the call, of 1 and 2 bytes so that they are told apart:
-                # the allocator's running total at the first is the level at entry, at the
-                # second the level at exit (plus its own 2 bytes).
-                start = torch.empty(1, dtype=torch.uint8)
                 result = fn(*args, **kwargs)
-                end = torch.empty(2, dtype=torch.uint8)
-            markers = {(start.data_ptr(), 1), (end.data_ptr(), 2)}
-            del start, end
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -217,33 +213,30 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
         raise RuntimeError(
             "cpu_memory_report: this torch's profiler exposes no event tree"
         ) from err
-    entry = exit_plus_marker = None
-    totals, allocations = [], 0
+    events = []
     while roots:
         node = roots.pop()
         roots.extend(node.children)
         if node.tag != _EventType.Allocation or node.extra_fields.device.type != "cpu":
             continue
         ev = node.extra_fields
-        if ev.alloc_size > 0 and (ev.ptr, ev.alloc_size) in markers:
-            if ev.alloc_size == 1:
-                entry = ev.total_allocated
-            else:
-                exit_plus_marker = ev.total_allocated
-            continue
-        totals.append(ev.total_allocated)
-        allocations += ev.alloc_size > 0
-    if entry is None or exit_plus_marker is None:  # pragma: no cover - never seen
-        raise RuntimeError("cpu_memory_report: the profiler recorded no allocation events")
-    # Every other event lies between the markers: the start marker is the first thing
-    # allocated under the profiler and the end marker the last.
-    peak = max(totals, default=entry) - entry
-    return CpuMemoryReport(
-        peak=max(peak, 0),
-        retained=exit_plus_marker - 2 - entry,
-        allocations=allocations,
-        result=result,
-    )
+        events.append((node.start_time_ns, ev.ptr, ev.alloc_size))
+    # Replay the call's own allocations in time order. A free is counted only when the block
+    # was allocated during the call: the allocator's running total would also count frees of
+    # some older blocks (those whose size it recorded in an earlier profile, even when the
+    # address has since been reused), so it is not used.
+    events.sort(key=lambda e: e[0])
+    live: dict[int, int] = {}
+    level = peak = allocations = 0
+    for _, ptr, size in events:
+        if size > 0:
+            live[ptr] = size
+            level += size
+            allocations += 1
+            peak = max(peak, level)
+        elif ptr in live:
+            level -= live.pop(ptr)
+    return CpuMemoryReport(peak=peak, retained=level, allocations=allocations, result=result)
 
 
 def peak_cpu_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
