@@ -48,9 +48,10 @@ def test_copy_kinds_counts_copies_by_name():
     }
 
 
-def test_profile_spans_records_the_work_on_cpu(tmp_path):
+def test_profile_spans_records_the_work_on_cpu(tmp_path, capfd):
     x = torch.ones(64, 64)
     spans = gpu_checks.profile_spans(lambda: x @ x)
+    assert "USDT" not in capfd.readouterr().err  # the profiler's start/stop lines are filtered
     assert any(s.name == "aten::mm" and s.category == "cpu_op" for s in spans)
     kept = gpu_checks.profile_spans(lambda: x @ x, tmp_path / "t.json")
     assert (tmp_path / "t.json").exists() and any(s.name == "aten::mm" for s in kept)

@@ -61,10 +61,11 @@ def test_matmul_flops_counts_float_and_int8_kernels_alike():
     assert Q.matmul_flops(torch.relu, x) == {}
 
 
-def test_profiled_kernels_reports_the_innermost_matmul():
+def test_profiled_kernels_reports_the_innermost_matmul(capfd):
     net = Q.transformer_mlp(16)
     x = torch.randn(3, 16)
     assert Q.profiled_kernels(net, x) == {"aten::addmm": 2}
+    assert "USDT" not in capfd.readouterr().err  # the profiler's start/stop lines are filtered
     assert Q.profiled_kernels(net, x, runs=3) == {"aten::addmm": 6}
     assert Q.profiled_kernels(_legacy_int8(net), x) == {"quantized::linear_dynamic": 2}
     assert Q.profiled_kernels(torch.relu, x) == {}

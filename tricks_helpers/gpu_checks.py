@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from tricks_helpers._checks import check_callable, check_choice, check_int, check_type
+from tricks_helpers.memory.peaks import without_profiler_backend_lines
 from tricks_helpers.traces import TraceSpan, trace_spans
 
 __all__ = [
@@ -132,7 +133,7 @@ def profile_spans(fn: Callable[[], Any], path: str | os.PathLike | None = None) 
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as prof:
+    with without_profiler_backend_lines(), torch.profiler.profile(activities=activities) as prof:
         fn()
         if torch.cuda.is_available():
             torch.cuda.synchronize()

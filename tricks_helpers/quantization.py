@@ -36,6 +36,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from tricks_helpers._checks import check_callable, check_int, check_type
+from tricks_helpers.memory.peaks import without_profiler_backend_lines
 
 __all__ = [
     "transformer_mlp",
@@ -259,7 +260,11 @@ def profiled_kernels(
     runs = check_int("profiled_kernels", "runs", runs, minimum=1)
     from torch.profiler import ProfilerActivity, profile
 
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    with (
+        without_profiler_backend_lines(),
+        torch.no_grad(),
+        profile(activities=[ProfilerActivity.CPU]) as prof,
+    ):
         for _ in range(runs):
             fn(*args, **kwargs)
 

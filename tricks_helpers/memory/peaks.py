@@ -94,9 +94,9 @@ class CpuMemoryReport:
     result: Any = field(default=None, repr=False, compare=False)
 
 
-# Lines the profiler's C++ backend writes straight to file descriptor 2 while memory is
-# profiled: Kineto's timestamped start/stop lines, and c10's one-time warning that a block
-# allocated before profiling started was freed (its size was never recorded).
+# Lines the profiler's C++ backend writes straight to file descriptor 2: Kineto's timestamped
+# start/stop lines (every profile prints them, with or without memory), and c10's one-time
+# warning that a block allocated before profiling started was freed (size never recorded).
 _BACKEND_LINES = re.compile(
     r"^(?:USDT|STAGE):\S* .*\.cpp:\d+\]|"
     r"Memory block of unknown size was allocated before the profiling started"
