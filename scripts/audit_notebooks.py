@@ -15,6 +15,12 @@ on what makes a stored book untrustworthy or a page unreadable:
   ``"mystnb": {"figure": {"caption": ..., "name": "fig-..."}, "image": {"alt": ...}}``;
 - a verdict line (``FASTER 1.22x [1.15-1.31] ...``) of 100 characters or more: the verdict
   must stay visible on the page;
+- an interval labelled with more coverage than its round count gives (rule ``coverage``):
+  the details line ``  baseline ...; 5 rounds, 93% interval`` and a ``bench.table`` row
+  (``rounds`` and ``covers`` columns) may print at most the exact coverage of the median's
+  order-statistics interval for that many rounds, rounded down (75% at 3 rounds, 93% at 5);
+  a table header labelling all its intervals (``speed-up [95% interval]``) without printing
+  round counts fails too;
 - a path of the machine that ran it in an output (``/tmp/...``, ``site-packages/``...);
 - a notebook under ``book/`` that ``_toc.yml`` does not list;
 - a helper import in any other form than the one (rule ``one-import-form``): a chapter
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -50,6 +57,15 @@ _MACHINE_PATH = re.compile(
     r"(/tmp/|/home/|/root/|/work/|/usr/local/lib/python|site-packages/|C:\\\\Users)"
 )
 _TIMING_CALLS = ("measure", "compare", "compare_many")
+CONFIDENCE = 0.95  # the target of bench.median_interval (the test checks they agree)
+_DETAILS_COVERAGE = re.compile(
+    r"^  baseline .*?; (?P<rounds>\d+) rounds(?: x \d+ calls)?(?:, (?P<label>\d+)% interval)?"
+)
+_TABLE_HEAD = re.compile(
+    r"^what\s+baseline\s+trick\s+speed-up \[(?:(?P<label>\d+)% )?interval\]"
+    r"(?P<rounds>\s+rounds\s+covers)?\s+verdict$"
+)
+_TABLE_ROW = re.compile(rf"\]\s+(?P<rounds>\d+)\s+(?P<label>\d+)%\s+(?:{'|'.join(VERDICT_WORDS)})$")
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
@@ -181,6 +197,51 @@ def timing_calls_without_device(src: str) -> list[str]:
     return found
 
 
+def coverage_percent(rounds: int, confidence: float = CONFIDENCE) -> int:
+    """The most coverage, in whole percent, an interval of ``rounds`` per-round ratios has.
+
+    The interval is ``[x_(k), x_(n+1-k)]`` with the largest ``k <= n // 2`` whose coverage
+    ``1 - 2 P(Binomial(n, 1/2) < k)`` reaches ``confidence`` (``k = 1``, the full range, when
+    none does); the exact coverage is rounded down. An independent re-computation of
+    ``tricks_helpers.bench.coverage_percent`` from the standard library.
+    """
+    n, total = rounds, 2**rounds
+    k = 1
+    while k < n // 2 and total - 2 * sum(math.comb(n, i) for i in range(k + 1)) >= (
+        confidence * total
+    ):
+        k += 1
+    return (100 * (total - 2 * sum(math.comb(n, i) for i in range(k)))) // total
+
+
+def coverage_problems(cell: int, lines: list[str]) -> list[str]:
+    """Intervals in one output labelled with more coverage than their printed rounds give."""
+    problems = []
+    in_table = False
+    for line in lines:
+        line = line.rstrip()
+        head = _TABLE_HEAD.match(line)
+        if head:
+            in_table = bool(head["rounds"])
+            if head["label"] and not head["rounds"]:
+                problems.append(
+                    f"cell {cell}: table labels its intervals {head['label']}% but prints no "
+                    "round counts to back it (rule coverage)"
+                )
+            continue
+        m = _DETAILS_COVERAGE.match(line) or (_TABLE_ROW.search(line) if in_table else None)
+        if m and m["label"] and int(m["rounds"]) > 0:
+            most = coverage_percent(int(m["rounds"]))
+            if int(m["label"]) > most:
+                problems.append(
+                    f"cell {cell}: interval labelled {m['label']}% but {m['rounds']} rounds "
+                    f"give {most}% (rule coverage)"
+                )
+        if not _TABLE_ROW.search(line):
+            in_table = False
+    return problems
+
+
 def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
     """Audit one stored notebook (see the module docstring for the rules)."""
     result = Audit(path.name)
@@ -249,6 +310,7 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
                 if missing:
                     result.problems.append(f"cell {i}: figure without {missing}")
             text = _output_text(out)
+            result.problems += coverage_problems(i, text.splitlines())
             for line in text.splitlines():
                 if _VERDICT_START.match(line) and len(line) > MAX_VERDICT_LINE:
                     result.problems.append(

@@ -233,3 +233,60 @@ def test_one_import_form_reads_code_not_strings(make_notebook):
     assert import_problems(make_notebook, SETUP, script) == []
     problems = import_problems(make_notebook, SETUP, indented)
     assert len(problems) == 1 and "'from tricks_helpers.notebook import show_error'" in problems[0]
+
+
+@pytest.mark.parametrize("rounds", [*range(1, 70), 151])
+def test_coverage_percent_agrees_with_bench(rounds):
+    assert audit_notebooks.CONFIDENCE == bench.CONFIDENCE
+    assert audit_notebooks.coverage_percent(rounds) == bench.coverage_percent(rounds)
+
+
+DETAILS = "  baseline ~1.47 ms, trick ~1.21 ms; {rounds} rounds{calls}, {label}% interval\n"
+
+
+def details(rounds, label, calls=""):
+    line = "FASTER 1.22x [1.15-1.31] fusion (cpu, 2 threads)\n"
+    return line + DETAILS.format(rounds=rounds, calls=calls, label=label)
+
+
+def test_coverage_label_above_what_the_rounds_give_fails(make_notebook):
+    """Issue 19: 5 rounds give a 93.75% interval; a line calling it 95% is a problem."""
+    a = audit(
+        make_notebook,
+        [
+            code(outputs=[details(5, 93)]),
+            code(outputs=[details(5, 95)]),
+            code(outputs=[details(3, 80, " x 10 calls")]),
+            code(outputs=[details(6, 96) + details(31, 97, " x 5 calls")]),
+            code(outputs=["  baseline ~1 ms, trick ~1 ms; 3 rounds\n"]),  # no label: no claim
+        ],
+    )
+    assert a.problems == [
+        "cell 2: interval labelled 95% but 5 rounds give 93% (rule coverage)",
+        "cell 3: interval labelled 80% but 3 rounds give 75% (rule coverage)",
+    ]
+
+
+def comparison(rounds):
+    times = tuple(1e-3 for _ in range(rounds))
+    return bench.Comparison(
+        "c", bench.Measurement(times, "cpu"), bench.Measurement(times, "cpu"), (1.2,) * rounds, 2
+    )
+
+
+def test_coverage_of_table_rows_and_unbacked_table_labels(make_notebook):
+    table = bench.table({"five": comparison(5), "six rounds": comparison(6)}) + "\n"
+    assert "  5     93%  FASTER" in table
+    old = (
+        "what       baseline       trick  speed-up [95% interval]  verdict\n"
+        "fusion       ~1 ms     ~0.8 ms  1.22x [1.15-1.31]        FASTER\n"
+    )
+    overstated = table.replace("  5     93%  FASTER", "  5     95%  FASTER")
+    a = audit(
+        make_notebook, [code(outputs=[table]), code(outputs=[old]), code(outputs=[overstated])]
+    )
+    assert a.problems == [
+        "cell 2: table labels its intervals 95% but prints no round counts to back it "
+        "(rule coverage)",
+        "cell 3: interval labelled 95% but 5 rounds give 93% (rule coverage)",
+    ]

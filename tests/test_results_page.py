@@ -85,6 +85,17 @@ def test_real_bench_output_round_trips(make_notebook, capsys):
     assert (row.verdict, row.ratio, row.baseline, row.trick) == (cmp.verdict, 2.0, "~2 ms", "~1 ms")
 
 
+def test_table_rows_carry_their_rounds_and_coverage(make_notebook, capsys):
+    """Issue 19: the page's coverage comes from each row's round count, never a typed 95%."""
+    print(bench.table({"five": bench.comparison_from_times("five", [2e-3] * 5, [1e-3] * 5)}))
+    ch = chapter(make_notebook, "04_x", "04 · T", [CARD, capsys.readouterr().out])
+    (row,) = ch.rows
+    assert (row.rounds, row.covers) == ("5", "93%")
+    page = results_page.render([ch])
+    assert "| five | ~2 ms | ~1 ms | 2.00x [2.00-2.00] | 93% | FASTER |" in page
+    assert "95% interval" not in page
+
+
 def test_render_has_card_chart_and_one_row_per_verdict(make_notebook):
     a = chapter(make_notebook, "01_a", "01 · A", [CARD, LINE + DETAILS, TABLE])
     b = chapter(make_notebook, "02_b", "02 · B", [CARD, "nothing measured\n"])
@@ -95,10 +106,11 @@ def test_render_has_card_chart_and_one_row_per_verdict(make_notebook):
         "1 NO CLEAR DIFFERENCE." in page
     )
     assert (
-        "| conv+BN fusion, batch 1 | ~1.47 ms | ~1.21 ms | 1.22x [1.15-1.31] | FASTER "
+        "| conv+BN fusion, batch 1 | ~1.47 ms | ~1.21 ms | 1.22x [1.15-1.31] | 97% | FASTER "
         "| cpu, 2 threads |" in page
     )
-    assert "| same | ~129 us | ~131 us | 1.00x [0.77-1.13] | NO CLEAR DIFFERENCE |" in page
+    # a table printed before the coverage columns: no round count, so no coverage claimed
+    assert "| same | ~129 us | ~131 us | 1.00x [0.77-1.13] | ? | NO CLEAR DIFFERENCE |" in page
     assert "This chapter prints no measured verdicts." in page
     assert (
         "torch 2.13.0 (build cpu) on cpu (Test CPU, 2 threads; GPU: none; bf16: "
@@ -116,7 +128,7 @@ def test_label_pipes_are_escaped(make_notebook):
     ch = chapter(
         make_notebook, "01_a", "01 · A", [CARD, "SLOWER 0.50x [0.40-0.60] a | b (cpu, 1 thread)\n"]
     )
-    row = "| a \\| b | ? | ? | 0.50x [0.40-0.60] | SLOWER | cpu, 1 threads |"
+    row = "| a \\| b | ? | ? | 0.50x [0.40-0.60] | ? | SLOWER | cpu, 1 threads |"
     assert row in results_page.render([ch])
 
 

@@ -209,7 +209,7 @@ def test_compare_rejects_bad_arguments(kwargs, error, match):
         bench.compare(**args)
 
 
-def test_compare_many_rounds_random_order_and_pooled_pairs():
+def test_compare_many_rounds_random_order_and_one_pair_per_verdict():
     log = []
     cands = {name: (lambda name=name: log.append(name)) for name in "abc"}
     many = bench.compare_many("three", cands, rounds=4, warmup=1, seed=3, device="cpu")
@@ -218,15 +218,23 @@ def test_compare_many_rounds_random_order_and_pooled_pairs():
     assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
     assert len({tuple(r) for r in rounds}) > 1  # the order changes between rounds
     assert all(len(t) == 4 for t in many.times.values())
-    pooled = many.compare("a vs b and c", [("a", "b"), ("a", "c")], show=False)
-    assert len(pooled.ratios) == 8
     single = many.compare("a vs b", ("a", "b"), show=False)
     assert len(single.ratios) == 4
+    assert single.ratios == tuple(b / t for b, t in zip(many.times["a"], many.times["b"]))
     assert many.measurement("a").median >= 0
     with pytest.raises(KeyError, match="no candidate 'z'"):
         many.compare("bad", ("a", "z"))
-    with pytest.raises(ValueError, match="no \\(baseline, trick\\) pairs"):
-        many.compare("none", [])
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [[("a", "b"), ("a", "c")], [("a", "b")], [], ("a", "b", "c"), ("a", 1), "ab"],
+)
+def test_compare_many_refuses_to_pool_pairs(pairs):
+    """Issue 19: one verdict per (baseline, trick) pair; a list of pairs is refused."""
+    many = bench.ManyComparison("x", {n: (1.0, 1.1) for n in "abc"}, "cpu", 2)
+    with pytest.raises(TypeError, match="pooling different pairs into one verdict is refused"):
+        many.compare("pooled", pairs, show=False)
 
 
 def test_compare_many_rejects_bad_input():

@@ -189,19 +189,19 @@ def test_median_interval_refuses_nan():
 @pytest.mark.parametrize("n", [2001, 2500, 3001, 4096])
 def test_rank_in_floating_point_agrees_with_the_exact_sums_above_2000_values(n):
     for confidence in (0.5, 0.9, 0.95, 0.99):
-        assert bench.verdicts._rank_float(n, confidence) == bench.verdicts._rank_exact(
+        assert bench.intervals._rank_float(n, confidence) == bench.intervals._rank_exact(
             n, confidence
         )
 
 
 def test_rank_falls_back_to_exact_sums_near_the_confidence(monkeypatch):
-    monkeypatch.setattr(bench.verdicts, "_MARGIN", 1.0)  # every coverage is "too close"
-    bench.verdicts._rank.cache_clear()
+    monkeypatch.setattr(bench.intervals, "_MARGIN", 1.0)  # every coverage is "too close"
+    bench.intervals._rank.cache_clear()
     try:
-        assert bench.verdicts._rank_float(2001, 0.95) is None
-        assert bench.verdicts._rank(2001, 0.95) == bench.verdicts._rank_exact(2001, 0.95)
+        assert bench.intervals._rank_float(2001, 0.95) is None
+        assert bench.intervals._rank(2001, 0.95) == bench.intervals._rank_exact(2001, 0.95)
     finally:
-        bench.verdicts._rank.cache_clear()
+        bench.intervals._rank.cache_clear()
 
 
 def test_median_interval_refuses_a_string_and_non_numbers():
@@ -215,3 +215,75 @@ def test_median_interval_refuses_a_string_and_non_numbers():
 def test_fmt_ratio_refuses_what_no_speed_up_can_be(ratio):
     with pytest.raises(ValueError, match="finite and positive"):
         bench.fmt_ratio(ratio)
+
+
+@pytest.mark.parametrize(
+    "n, coverage, percent",
+    [(1, 0.0, 0), (3, 0.75, 75), (5, 0.9375, 93), (6, 0.96875, 96), (9, 1 - 2 * 10 / 512, 96)],
+)
+def test_interval_coverage_is_exact_and_its_percent_never_rounds_up(n, coverage, percent):
+    assert bench.interval_coverage(n) == pytest.approx(coverage, abs=1e-15)
+    assert bench.coverage_percent(n) == percent
+
+
+@pytest.mark.parametrize("n", [*range(1, 80), 500, 2500])
+def test_coverage_is_that_of_the_order_statistics_median_interval_picks(n):
+    values = list(range(1, n + 1))
+    lo, hi = bench.median_interval(values)
+    k = lo  # values are 1..n, so the lower end is the rank k
+    assert hi == n + 1 - k
+    exact = 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+    assert bench.interval_coverage(n) == pytest.approx(exact, abs=1e-12)
+    assert bench.coverage_percent(n) <= 100 * exact < bench.coverage_percent(n) + 1
+    assert (bench.coverage_percent(n) >= 95) == (n >= 6)
+
+
+def test_coverage_rejects_bad_counts():
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        bench.interval_coverage(0)
+    with pytest.raises(TypeError, match="n must be"):
+        bench.coverage_percent(2.0)
+    with pytest.raises(ValueError, match="confidence"):
+        bench.interval_coverage(5, confidence=1.5)
+
+
+def test_details_line_and_table_print_the_coverage_of_their_rounds(sanitize):
+    five, six = fake(ratios=(1.2,) * 5), fake(ratios=(1.2,) * 6)
+    assert (five.rounds, five.coverage) == (5, 0.9375)
+    assert five.details().endswith("; 5 rounds, 93% interval")
+    assert six.details().endswith("; 6 rounds, 96% interval")
+    assert "93% interval" in sanitize(str(five))  # deterministic: compared as text
+    lines = bench.table({"five": five, "six rounds": six}).splitlines()
+    assert lines[0].split() == [
+        "what",
+        "baseline",
+        "trick",
+        "speed-up",
+        "[interval]",
+        "rounds",
+        "covers",
+        "verdict",
+    ]
+    assert lines[1].split()[-4:] == ["[1.20-1.20]", "5", "93%", "FASTER"]
+    assert lines[2].split()[-3:] == ["6", "96%", "FASTER"]
+
+
+def test_tally_counts_verdicts_as_measurements(sanitize):
+    cs = [fake(ratios=(1.5,) * 6), fake(ratios=(1.0,) * 6), fake(ratios=(1.01,) * 6)]
+    assert bench.tally(cs) == "FASTER ~1, SLOWER ~0, NO CLEAR DIFFERENCE ~2 of 3"
+    other = [fake(ratios=(0.5,) * 6)] * 3
+    assert sanitize(bench.tally(cs)) == sanitize(bench.tally(other))
+    with pytest.raises(ValueError, match="no comparisons"):
+        bench.tally([])
+    with pytest.raises(TypeError, match="must be Comparison"):
+        bench.tally([1.0])
+
+
+def test_time_change_text_words_the_interval_as_time_factors(sanitize):
+    cost = fake(ratios=(0.84, 0.9, 0.91, 0.93, 0.96, 0.95))
+    assert bench.time_change_text(cost) == "time x~1.04 to x~1.19"  # a cost: both above 1
+    gain = fake(ratios=(2.0,) * 6)
+    assert bench.time_change_text(gain) == "time x~0.5 to x~0.5"
+    assert sanitize(bench.time_change_text(cost)) == sanitize(bench.time_change_text(gain))
+    with pytest.raises(TypeError, match="must be Comparison"):
+        bench.time_change_text(0.9)

@@ -1,9 +1,10 @@
 """Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
 
-This face hands on the names of its two modules, each name with one home:
+This face hands on the names of its three modules, each name with one home:
 :mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare`, :func:`compare_many`,
 :func:`comparison_from_times`, :func:`device_class`) and :mod:`~tricks_helpers.bench.verdicts`
-(the interval, the threshold, the verdict, the printed lines and :func:`table`).
+(the threshold, the verdict, the printed lines, :func:`table` and :func:`tally`) and
+:mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage).
 
 The book's rule: **invariants are compared, measurements are judged.** A speed verdict is
 itself a measurement: it is shown with its spread and decided by code, but never compared as
@@ -27,6 +28,12 @@ Guarantees:
   fails only when no attempt reaches the bound.
 """
 
+from tricks_helpers.bench.intervals import (
+    CONFIDENCE,
+    coverage_percent,
+    interval_coverage,
+    median_interval,
+)
 from tricks_helpers.bench.timing import (
     compare,
     compare_many,
@@ -35,7 +42,6 @@ from tricks_helpers.bench.timing import (
     measure,
 )
 from tricks_helpers.bench.verdicts import (
-    CONFIDENCE,
     FASTER,
     NO_CLEAR_DIFFERENCE,
     NOISE_THRESHOLD,
@@ -49,8 +55,9 @@ from tricks_helpers.bench.verdicts import (
     fmt_measured,
     fmt_ratio,
     fmt_time,
-    median_interval,
     table,
+    tally,
+    time_change_text,
 )
 
 __all__ = [
@@ -69,10 +76,14 @@ __all__ = [
     "compare_many",
     "comparison_from_times",
     "median_interval",
+    "interval_coverage",
+    "coverage_percent",
     "decide",
     "device_class",
     "fmt_time",
     "fmt_measured",
     "fmt_ratio",
     "table",
+    "tally",
+    "time_change_text",
 ]

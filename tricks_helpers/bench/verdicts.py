@@ -14,8 +14,12 @@ against one documented threshold, :data:`NOISE_THRESHOLD` (:func:`decide`):
 Measured numbers are printed with a ``~`` prefix (:func:`fmt_measured`, :func:`fmt_time`) and
 speed-ups without exponents (:func:`fmt_ratio`), so the repository's sanitize file masks
 exactly them and the verdict words; :data:`VERDICT_LINE_RE` reads a printed verdict line back
-(the results page). :class:`Measurement`, :class:`Comparison` and :class:`ManyComparison`
-hold what was timed; :func:`table` prints comparisons side by side.
+(the results page). Every printed interval carries its true coverage, computed from its round
+count (:mod:`tricks_helpers.bench.intervals`): the details line says ``5 rounds, 93% interval``
+and :func:`table` has ``rounds`` and ``covers`` columns. :meth:`ManyComparison.compare` takes
+exactly one pair (no verdict pools different things); :func:`tally` counts verdicts.
+:class:`Measurement`, :class:`Comparison` and :class:`ManyComparison` hold what was timed;
+:func:`table` prints comparisons side by side.
 :mod:`tricks_helpers.bench.timing` does the timing; :mod:`tricks_helpers.bench` hands on the
 names of both.
 """
@@ -24,14 +28,19 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 import re
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tricks_helpers._checks import check_number, check_type
+from tricks_helpers.bench.intervals import (
+    CONFIDENCE,
+    coverage_percent,
+    interval_coverage,
+    median_interval,
+)
 
 __all__ = [
     "NOISE_THRESHOLD",
@@ -42,7 +51,11 @@ __all__ = [
     "VERDICTS",
     "VERDICT_LINE_RE",
     "median_interval",
+    "interval_coverage",
+    "coverage_percent",
     "decide",
+    "tally",
+    "time_change_text",
     "fmt_time",
     "fmt_measured",
     "fmt_ratio",
@@ -57,9 +70,6 @@ __all__ = [
 #: the book is executed on, run-to-run drifts of a few percent are common, so a gain under 10%
 #: is not called a gain. Symmetrically, SLOWER needs the interval at or below 1 / threshold.
 NOISE_THRESHOLD = 1.10
-
-#: Target coverage of the interval of the median per-round ratio.
-CONFIDENCE = 0.95
 
 FASTER = "FASTER"
 SLOWER = "SLOWER"
@@ -106,104 +116,6 @@ def fmt_ratio(ratio: float) -> str:
     if ratio < 1000:
         return f"{ratio:.1f}"
     return f"{ratio:.0f}"
-
-
-def _rank_exact(n: int, confidence: float) -> int:
-    """The ``k`` of :func:`median_interval`, with exact integer binomial sums.
-
-    The first ``k >= 1`` with ``k == n // 2`` or coverage ``1 - 2 P(Binomial(n, 1/2) <= k)``
-    below ``confidence``. The sum grows one exact term at a time (``comb(n, k + 1)`` from
-    ``comb(n, k)``), and each coverage is the same float as ``1 - 2 * (sum / 2**n)``. Every
-    step is integer arithmetic on ``n``-bit numbers, so it takes ``O(n**2)`` bit operations:
-    milliseconds up to a few thousand values.
-    """
-    total = 2**n
-    term = n  # comb(n, 1)
-    cdf = 1 + n  # sum of comb(n, i) for i <= 1
-    k = 1
-    while k < n // 2 and 1 - 2 * (cdf / total) >= confidence:
-        term = term * (n - k) // (k + 1)  # comb(n, k + 1)
-        cdf += term
-        k += 1
-    return k
-
-
-#: Above this many values the rank is found in floating point first (see :func:`_rank`).
-_EXACT_UP_TO = 2000
-#: Coverages closer than this to ``confidence`` are decided exactly (the float sums are
-#: within about 1e-9 of the true coverage; this margin is a hundred times wider).
-_MARGIN = 1e-7
-
-
-def _rank_float(n: int, confidence: float) -> int | None:
-    """:func:`_rank_exact` in ``O(n)`` float operations, or ``None`` where it cannot be sure.
-
-    The binomial terms are summed from their logarithms; a coverage within :data:`_MARGIN` of
-    ``confidence`` (the only place the float sum could decide differently) returns ``None``.
-    """
-    if 1 - confidence < _MARGIN:
-        return None
-    log_term = -n * math.log(2)  # log of comb(n, 0) / 2**n
-    cdf = math.exp(log_term)
-    for k in range(1, n // 2 + 1):
-        log_term += math.log(n - k + 1) - math.log(k)
-        cdf += math.exp(log_term)
-        if k == n // 2:
-            return k
-        coverage = 1 - 2 * cdf
-        if abs(coverage - confidence) < _MARGIN:
-            return None
-        if coverage < confidence:
-            return k
-    return 1  # n < 2: no step taken
-
-
-@functools.lru_cache(maxsize=256)
-def _rank(n: int, confidence: float) -> int:
-    """The order-statistic rank of :func:`median_interval`, cached per ``(n, confidence)``.
-
-    Exact sums up to :data:`_EXACT_UP_TO` values; above, the float scan decides unless a
-    coverage falls within :data:`_MARGIN` of ``confidence``, where the exact sums decide. The
-    result is the same ``k`` as the exact scan in both cases.
-    """
-    if n > _EXACT_UP_TO:
-        k = _rank_float(n, confidence)
-        if k is not None:
-            return k
-    return _rank_exact(n, confidence)
-
-
-def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median of ``values``.
-
-    Uses order statistics: ``[x_(k), x_(n+1-k)]`` with the largest ``k`` whose coverage
-    ``1 - 2 P(Binomial(n, 1/2) <= k - 1)`` is at least ``confidence``. With fewer than 6
-    values no such ``k`` exists for 95%, and the full range ``[min, max]`` is returned (its
-    coverage is ``1 - 2**(1 - n)``: 94% for 5 values). ``O(n log n)``: sorting, then at most
-    ``n / 2`` steps to find ``k`` (cached per ``(n, confidence)``); 10,000 values take
-    milliseconds.
-
-    Raises:
-        TypeError: on a string or a value that is not a real number.
-        ValueError: on an empty sequence, a confidence outside ``(0, 1)``, or a NaN value
-            (NaN has no place in an order, so the interval would depend on where it sits).
-    """
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise TypeError(f"median_interval: values must be a sequence of numbers, got {values!r}")
-    if len(values) == 0:
-        raise ValueError("median_interval: no values")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"median_interval: values must be numbers, got {v!r}")
-    check_number(
-        "median_interval", "confidence", confidence, minimum=0.0, maximum=1.0, strict_minimum=True
-    )
-    xs = sorted(values)
-    if any(x != x for x in xs):
-        raise ValueError("median_interval: values hold NaN")
-    n = len(xs)
-    k = _rank(n, float(confidence))
-    return xs[k - 1], xs[n - k]
 
 
 def decide(lo: float, hi: float, threshold: float = NOISE_THRESHOLD) -> str:
@@ -288,6 +200,22 @@ class Comparison:
     def verdict(self) -> str:
         return decide(*self.interval)
 
+    @property
+    def rounds(self) -> int:
+        """How many per-round ratios the interval is made of."""
+        return len(self.ratios)
+
+    @property
+    def coverage(self) -> float:
+        """The exact coverage of :attr:`interval` for :attr:`rounds` values (see
+        :func:`~tricks_helpers.bench.intervals.interval_coverage`): 0.9375 at 5 rounds."""
+        return interval_coverage(self.rounds)
+
+    def coverage_text(self) -> str:
+        """``93% interval``: the coverage in whole percent, rounded down (never more than
+        it has); deterministic given the rounds, so nbval compares it as text."""
+        return f"{coverage_percent(self.rounds)}% interval"
+
     def speedup_text(self) -> str:
         """``1.22x [1.15-1.31]``: the median ratio and its interval."""
         lo, hi = self.interval
@@ -305,7 +233,7 @@ class Comparison:
         calls = f" x {self.calls_per_round} calls" if self.calls_per_round > 1 else ""
         text = (
             f"  baseline {fmt_time(self.baseline.median)}, trick {fmt_time(self.trick.median)}"
-            f"; {len(self.ratios)} rounds{calls}"
+            f"; {len(self.ratios)} rounds{calls}, {self.coverage_text()}"
         )
         if self.checked:
             text += "; outputs checked equal"
@@ -355,35 +283,33 @@ class ManyComparison:
                 f"{self.label!r} has no candidate {name!r}; candidates: {list(self.times)}"
             )
 
-    def compare(
-        self, label: str, pairs: Iterable[tuple[str, str]] | tuple[str, str], *, show: bool = True
-    ) -> Comparison:
-        """Pool the per-round ratios of one or more ``(baseline, trick)`` pairs into a verdict.
+    def compare(self, label: str, pair: tuple[str, str], *, show: bool = True) -> Comparison:
+        """The verdict of one ``(baseline, trick)`` pair, from its per-round ratios.
 
-        Each pair contributes one ratio per round (both sides timed in the same round). The
-        baseline and trick times of the returned comparison are those of the first pair.
+        Exactly one pair: ratios of different pairs (five formats, say) are ratios of different
+        things, and one interval over them hides the pair that differs (issue 19). Compare each
+        pair on its own and count the verdicts with :func:`tally`.
 
         Raises:
+            TypeError: when ``pair`` is not a tuple of two names (a list of pairs included).
             KeyError: on an unknown candidate name.
-            ValueError: on an empty list of pairs.
         """
         label = check_label("ManyComparison.compare", label)
-        if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(p, str) for p in pairs):
-            pairs = [pairs]
-        pairs = list(pairs)
-        if not pairs:
-            raise ValueError("ManyComparison.compare: no (baseline, trick) pairs given")
-        ratios: list[float] = []
-        for b, t in pairs:
-            self._check_name(b)
-            self._check_name(t)
-            ratios += [bt / tt for bt, tt in zip(self.times[b], self.times[t])]
-        b0, t0 = pairs[0]
+        if not (
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        ):
+            raise TypeError(
+                "ManyComparison.compare: pair must be one (baseline, trick) tuple of names, got "
+                f"{pair!r}; pooling different pairs into one verdict is refused: compare each"
+            )
+        b, t = pair
+        self._check_name(b)
+        self._check_name(t)
         result = Comparison(
             label=label,
-            baseline=self.measurement(b0),
-            trick=self.measurement(t0),
-            ratios=tuple(ratios),
+            baseline=self.measurement(b),
+            trick=self.measurement(t),
+            ratios=tuple(bt / tt for bt, tt in zip(self.times[b], self.times[t])),
             threads=self.threads,
             calls_per_round=self.calls_per_round,
         )
@@ -392,8 +318,41 @@ class ManyComparison:
         return result
 
 
+def tally(comparisons: Iterable[Comparison]) -> str:
+    """How many comparisons reached each verdict: ``FASTER ~1, SLOWER ~0, NO CLEAR DIFFERENCE
+    ~4 of 5`` (counts carry ``~``: they are measurements, masked like the verdict words).
+
+    Raises:
+        TypeError: on an item that is not a :class:`Comparison`.
+        ValueError: on no comparisons.
+    """
+    items = list(comparisons)
+    for c in items:
+        check_type("tally", "comparison", c, Comparison)
+    if not items:
+        raise ValueError("tally: no comparisons")
+    counts = ", ".join(f"{v} ~{sum(c.verdict == v for c in items)}" for v in VERDICTS)
+    return f"{counts} of {len(items)}"
+
+
+def time_change_text(c: Comparison) -> str:
+    """What the trick does to the time per call, from the interval: ``time x~1.04 to x~1.19``.
+
+    The factors are trick time / baseline time at the interval's ends (``1 / hi`` and
+    ``1 / lo``): both above 1 is a measured cost, both below 1 a measured saving, whatever
+    the verdict's noise threshold says. Measured, so printed with ``~``.
+
+    Raises:
+        TypeError: on a non-:class:`Comparison`.
+    """
+    check_type("time_change_text", "c", c, Comparison)
+    lo, hi = c.interval
+    return f"time x{fmt_measured(1 / hi)} to x{fmt_measured(1 / lo)}"
+
+
 def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
-    """A fixed-layout text table of comparisons: what, baseline, trick, speed-up, verdict.
+    """A fixed-layout text table of comparisons: what, baseline, trick, speed-up [interval],
+    rounds, the interval's coverage (``covers``, from the rounds) and verdict.
 
     Rows keep the given order; measured cells carry ``~`` and the speed-up its interval, so
     the sanitize file masks exactly those and the verdict words.
@@ -405,13 +364,21 @@ def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
     )
     for name, c in rows:
         check_type("table", f"row {name!r}", c, Comparison)
-    head = ("what", "baseline", "trick", "speed-up [95% interval]", "verdict")
+    head = ("what", "baseline", "trick", "speed-up [interval]", "rounds", "covers", "verdict")
     body = [
-        (name, fmt_time(c.baseline.median), fmt_time(c.trick.median), c.speedup_text(), c.verdict)
+        (
+            name,
+            fmt_time(c.baseline.median),
+            fmt_time(c.trick.median),
+            c.speedup_text(),
+            str(c.rounds),
+            f"{coverage_percent(c.rounds)}%",
+            c.verdict,
+        )
         for name, c in rows
     ]
     width = max(len(r[0]) for r in body + [head])
-    lines = [f"{head[0]:<{width}}  {head[1]:>10}  {head[2]:>10}  {head[3]:<24} {head[4]}"]
-    for name, b, t, s, v in body:
-        lines.append(f"{name:<{width}}  {b:>10}  {t:>10}  {s:<24} {v}")
+    lines = []
+    for name, b, t, s, n, cov, v in [head] + body:
+        lines.append(f"{name:<{width}}  {b:>10}  {t:>10}  {s:<24} {n:>6}  {cov:>6}  {v}")
     return "\n".join(lines)
