@@ -230,10 +230,13 @@ def data_digest(chapters: list[Chapter]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _plain_title(title: str, width: int = 70) -> str:
-    """A chapter title without markdown marks, cut to ``width`` characters for the chart."""
-    text = re.sub(r"[`*]", "", title)
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _plain_title(title: str) -> str:
+    """A chapter's short title for the chart: no markdown marks, the part before its colon.
+
+    ``03 · Data loading: storage formats, ...`` becomes ``03 · Data loading``; the chart
+    shortens further, with "…", whatever still runs past its axes.
+    """
+    return re.sub(r"[`*]", "", title).split(": ", 1)[0].strip()
 
 
 def render_chart(chapters: list[Chapter], path: Path) -> None:

@@ -66,6 +66,18 @@ def test_groups_are_titled_inside_the_figure_and_comparisons_are_rows():
     assert charts.speedup_rows([c])[0].verdict == c.verdict
 
 
+def test_a_group_title_too_long_for_the_axes_is_shortened_to_end_inside_them():
+    long = "06 · Inference fusion: conv + BN folding, re-parameterization, channels_last, compile"
+    fig = charts.speedup_chart({long: ROWS[:2], "short": ROWS[2:]}, width=5)
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    right = ax.get_window_extent(renderer).x1
+    first, second = ax.texts
+    assert first.get_text().endswith("…") and long.startswith(first.get_text()[:-1].rstrip())
+    assert first.get_window_extent(renderer).x1 <= right
+    assert second.get_text() == "short"  # what fits is left as it is
+
+
 def test_references_are_drawn_as_hollow_marks():
     fig = charts.speedup_chart(ROWS, references={"a": 3.0}, reference_label="FLOPs")
     marks = [line for line in fig.axes[0].lines if line.get_marker() == "x"]

@@ -183,3 +183,10 @@ def test_main_writes_then_checks_clean(tmp_book, capsys):
 
 def test_committed_results_page_matches_the_stored_notebooks():
     assert results_page.main(["--check"]) == 0, "run: python scripts/results_page.py"
+
+
+def test_chart_group_titles_are_the_part_before_the_colon():
+    assert results_page._plain_title("03 · Data loading: storage formats, `DataLoader` knobs") == (
+        "03 · Data loading"
+    )
+    assert results_page._plain_title("10 · The **small** tricks") == "10 · The small tricks"

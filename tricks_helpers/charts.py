@@ -157,11 +157,11 @@ def speedup_chart(
             raise ValueError(f"speedup_chart: reference {name!r} must be > 0 and name a row")
     titled = sum(1 for t, _ in groups if t)
     fig, ax = plt.subplots(figsize=(width, 1.4 + 0.26 * len(rows) + 0.32 * titled))
-    y, ticks, labels = 0.0, [], []
+    y, ticks, labels, group_texts = 0.0, [], [], []
     for group_title, group in groups:
         if group_title:
             y -= 0.5
-            ax.text(
+            text = ax.text(
                 0.005,
                 y,
                 group_title,
@@ -172,6 +172,7 @@ def speedup_chart(
                 zorder=5,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
             )
+            group_texts.append(text)
             y -= 0.8
         else:
             y -= 0.7
@@ -229,4 +230,17 @@ def speedup_chart(
         ax.set_title(title, pad=22)
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.tight_layout()
+    for text in group_texts:
+        _fit_inside(text, ax)
     return fig
+
+
+def _fit_inside(text: Any, ax: Any) -> None:
+    """Shorten a left-aligned text artist with "…" until it ends inside the axes."""
+    renderer = ax.figure.canvas.get_renderer()
+    right = ax.get_window_extent(renderer).x1
+    full = text.get_text()
+    keep = len(full)
+    while keep > 1 and text.get_window_extent(renderer).x1 > right:
+        keep -= 1
+        text.set_text(full[:keep].rstrip() + "…")
