@@ -9,6 +9,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.tables`: measured rows as one aligned table (03, 04, 07);
   :mod:`tricks_helpers.charts`: the one speed-up-with-interval chart (04-07, the results page).
+- :mod:`tricks_helpers.limits`: this machine's memory bandwidth and matmul throughput per dtype,
+  measured once within a time budget (04, 07).
 - :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).

@@ -1,0 +1,141 @@
+"""Tests of tricks_helpers.limits (the machine's limits) and charts.roofline_chart."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from tricks_helpers import charts, limits
+
+
+def write_cache(root, index, level, kind, size):
+    d = root / f"index{index}"
+    d.mkdir()
+    (d / "level").write_text(f"{level}\n")
+    (d / "type").write_text(f"{kind}\n")
+    (d / "size").write_text(f"{size}\n")
+
+
+def test_last_level_cache_reads_the_highest_data_level(tmp_path):
+    write_cache(tmp_path, 0, 1, "Data", "32K")
+    write_cache(tmp_path, 1, 1, "Instruction", "64K")
+    write_cache(tmp_path, 2, 2, "Unified", "512K")
+    write_cache(tmp_path, 3, 3, "Unified", "8192K")
+    assert limits.last_level_cache(tmp_path) == (8 * 2**20, "sysfs L3")
+
+
+def test_last_level_cache_skips_instruction_and_unreadable_entries(tmp_path):
+    write_cache(tmp_path, 0, 2, "Unified", "1M")
+    write_cache(tmp_path, 1, 4, "Instruction", "64M")  # not a data cache
+    write_cache(tmp_path, 2, 3, "Unified", "lots")  # unparseable
+    assert limits.last_level_cache(tmp_path) == (2**20, "sysfs L2")
+
+
+def test_last_level_cache_falls_back_where_nothing_is_readable(tmp_path):
+    size, source = limits.last_level_cache(tmp_path / "missing")
+    assert size == limits.FALLBACK_CACHE_BYTES and source.startswith("fallback")
+
+
+def test_measure_bandwidth_is_positive_and_checks_arguments():
+    assert limits.measure_bandwidth(2**20, budget_s=0.05) > 1e6  # over 1 MB/s on any machine
+    with pytest.raises(ValueError, match="buffer_bytes must be an integer >= 65536"):
+        limits.measure_bandwidth(1024)
+    with pytest.raises(TypeError, match="buffer_bytes must be an integer"):
+        limits.measure_bandwidth(2.0**20)
+    with pytest.raises(ValueError, match="budget_s must be > 0"):
+        limits.measure_bandwidth(2**20, budget_s=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_measure_matmul_stays_at_the_smallest_size_with_a_tiny_budget(dtype):
+    rate, n = limits.measure_matmul(dtype, budget_s=1e-6, max_size=4096)
+    assert n == 128 and rate > 0
+
+
+def test_measure_matmul_grows_to_max_size_with_a_large_budget():
+    rate, n = limits.measure_matmul(torch.float32, budget_s=50.0, max_size=256)
+    assert n == 256 and rate > 0
+
+
+def test_measure_matmul_refuses_bad_arguments():
+    with pytest.raises(TypeError, match="dtype must be"):
+        limits.measure_matmul("float32")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        limits.measure_matmul(torch.float64)
+    with pytest.raises(ValueError, match="budget_s must be > 0"):
+        limits.measure_matmul(torch.float32, budget_s=-1.0)
+    with pytest.raises(ValueError, match="max_size must be an integer >= 128"):
+        limits.measure_matmul(torch.float32, max_size=64)
+
+
+def test_measure_limits_lines_name_every_dtype(tmp_path):
+    write_cache(tmp_path, 0, 3, "Unified", "1M")
+    lim = limits.measure_limits(["float32", "int8"], budget_s=0.2, sysfs=tmp_path)
+    assert lim.cache_bytes == 2**20 and lim.buffer_bytes == 32 * 2**20
+    assert lim.threads == torch.get_num_threads() and lim.bandwidth > 0
+    assert set(lim.matmul) | set(lim.skipped) == {"float32", "int8"}
+    lines = lim.lines()
+    assert all(line.startswith("[hardware] ") for line in lines)
+    assert any("matmul float32 (" in line and "GFLOP/s" in line for line in lines)
+    assert any(line.startswith("[hardware] matmul int8") for line in lines)
+
+
+def test_measure_limits_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="unknown dtype 'float64'"):
+        limits.measure_limits(["float64"])
+    with pytest.raises(TypeError, match="dtype name must be"):
+        limits.measure_limits([torch.float32])
+    with pytest.raises(ValueError, match="no dtypes"):
+        limits.measure_limits([])
+    with pytest.raises(ValueError, match="budget_s must be > 0"):
+        limits.measure_limits(budget_s=0.0)
+
+
+def fixed_limits():
+    return limits.Limits(2, 2**23, "sysfs L3", 2**25, 10e9, {"float32": 100e9}, {"float32": 512})
+
+
+def test_percent_of_limits_are_ratios_to_the_measured_limits():
+    lim = fixed_limits()
+    assert lim.percent_of_bandwidth(5e9, 1.0) == pytest.approx(50.0)
+    assert lim.percent_of_matmul("float32", 25e9, 0.5) == pytest.approx(50.0)
+    with pytest.raises(ValueError, match="no measured limit for 'int8'"):
+        lim.percent_of_matmul("int8", 1.0, 1.0)
+    with pytest.raises(ValueError, match="seconds must be > 0"):
+        lim.percent_of_bandwidth(1.0, 0.0)
+    with pytest.raises(ValueError, match="seconds must be > 0"):
+        lim.percent_of_matmul("float32", 1.0, 0.0)
+
+
+def test_lines_print_skipped_dtypes_with_their_reason():
+    lim = limits.Limits(1, 2**20, "fallback", 2**25, 1e9, {}, {}, {"int8": "no _int_mm"})
+    assert lim.lines()[-1] == "[hardware] matmul int8: not measured (no _int_mm)"
+    assert "~1 GB/s" in lim.lines()[1]
+
+
+def test_roofline_chart_draws_each_roof_and_point():
+    fig = charts.roofline_chart(
+        10e9, {"float32": 100e9, "bfloat16": 20e9}, {"a": (0.5, 4e9), "b": (30.0, 60e9)}
+    )
+    ax = fig.axes[0]
+    assert len(ax.lines) == 1 + 2 + 2  # bandwidth roof, two peaks, two points
+    assert [t.get_text() for t in ax.texts] == ["a", "b"]
+    flat = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert sorted(line.get_ydata()[0] for line in flat) == [20.0, 100.0]
+    plt.close(fig)
+
+
+def test_roofline_chart_refuses_bad_input():
+    with pytest.raises(ValueError, match="at least one peak and one point"):
+        charts.roofline_chart(1e9, {}, {"a": (1.0, 1e9)})
+    with pytest.raises(ValueError, match="bandwidth must be > 0"):
+        charts.roofline_chart(0.0, {"x": 1e9}, {"a": (1.0, 1e9)})
+    with pytest.raises(ValueError, match=r"point 'a' must be \(intensity, ops/s\)"):
+        charts.roofline_chart(1e9, {"x": 1e9}, {"a": (1.0,)})
+    with pytest.raises(TypeError, match="peaks must be"):
+        charts.roofline_chart(1e9, [1e9], {"a": (1.0, 1e9)})

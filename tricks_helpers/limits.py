@@ -1,0 +1,285 @@
+"""This machine's limits: sustained memory bandwidth and matmul throughput per dtype (04, 07).
+
+A speed-up says how much faster a trick is; the limits say how far from the possible it is.
+:func:`measure_limits` measures, once, on the threads torch uses at the time of the call and
+within a time budget:
+
+- the **memory bandwidth**: a copy between two buffers several times larger than the
+  last-level cache (its size read from the machine, :func:`last_level_cache`), counted as the
+  bytes read plus the bytes written (as STREAM's copy counts them), best of the repeats;
+- the **matmul throughput** per dtype (float32, bfloat16, float16, int8 through
+  ``torch._int_mm`` where this build has it): a square matmul, grown from 128 while one call
+  stays short, best of the repeats.
+
+Both are what *this* PyTorch reaches here, not a datasheet peak: a kernel at 100% of them is as
+fast as this machine runs that operation. :meth:`Limits.lines` prints them as ``[hardware]``
+lines (machine facts: the book's sanitize file masks them). Nothing is measured on import.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tricks_helpers._checks import check_int, check_number, check_type
+from tricks_helpers.bench.verdicts import fmt_measured
+
+__all__ = [
+    "FALLBACK_CACHE_BYTES",
+    "MATMUL_DTYPES",
+    "Limits",
+    "last_level_cache",
+    "measure_bandwidth",
+    "measure_matmul",
+    "measure_limits",
+]
+
+#: assumed last-level cache where the machine does not say (a large server L3)
+FALLBACK_CACHE_BYTES = 32 * 2**20
+#: dtype name -> torch dtype, in the order :func:`measure_limits` measures them
+MATMUL_DTYPES = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "int8": torch.int8,
+}
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _parse_size(text: str) -> int:
+    """``"8192K"`` -> 8388608; raises ValueError on anything else."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1] if text and text[-1] in "KMG" else ""
+    number = text[: len(text) - len(unit)].strip()
+    if not number.isdigit():
+        raise ValueError(f"not a cache size: {text!r}")
+    return int(number) * _SIZE_UNITS[unit]
+
+
+def last_level_cache(
+    sysfs: str | Path = "/sys/devices/system/cpu/cpu0/cache",
+) -> tuple[int, str]:
+    """The size of the largest-level data/unified cache of CPU 0, and where it was read.
+
+    Args:
+        sysfs: the cache folder of one CPU (``index*/level``, ``type``, ``size``).
+
+    Returns:
+        ``(bytes, source)``: ``source`` names the file read (e.g. ``"sysfs L3"``), or says
+        ``"fallback"`` where no readable entry exists (then ``bytes`` is
+        :data:`FALLBACK_CACHE_BYTES`).
+    """
+    best: tuple[int, int] | None = None  # (level, bytes)
+    for index in sorted(Path(sysfs).glob("index*")):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((index / "level").read_text())
+            size = _parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if best is None or level > best[0]:
+            best = (level, size)
+    if best is None:
+        return FALLBACK_CACHE_BYTES, "fallback (no cache sizes readable)"
+    return best[1], f"sysfs L{best[0]}"
+
+
+def _best_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    if not best > 0:
+        raise RuntimeError("the clock did not advance during a timing")
+    return best
+
+
+def _repeats_within(one_call_s: float, budget_s: float, most: int = 20) -> int:
+    return max(2, min(most, int(budget_s / max(one_call_s, 1e-9))))
+
+
+def measure_bandwidth(buffer_bytes: int, *, budget_s: float = 0.5) -> float:
+    """Sustained copy bandwidth in bytes/s: ``dst.copy_(src)`` of two ``buffer_bytes`` buffers.
+
+    Each copy counts ``2 * buffer_bytes`` (read plus write); the best of the repeats that fit
+    in ``budget_s`` (at least 2, after one untimed copy) is returned.
+
+    Raises:
+        TypeError, ValueError: on a non-integer or too small buffer, or a non-positive budget.
+    """
+    buffer_bytes = check_int("measure_bandwidth", "buffer_bytes", buffer_bytes, minimum=2**16)
+    budget_s = check_number(
+        "measure_bandwidth", "budget_s", budget_s, minimum=0.0, strict_minimum=True
+    )
+    n = buffer_bytes // 4
+    src = torch.ones(n, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    first = _best_seconds(lambda: dst.copy_(src), 1)  # also faults the pages in
+    seconds = _best_seconds(lambda: dst.copy_(src), _repeats_within(first, budget_s))
+    return 2 * 4 * n / seconds
+
+
+def _matmul_call(dtype: torch.dtype, n: int) -> Callable[[], Any]:
+    gen = torch.Generator().manual_seed(n)
+    if dtype == torch.int8:
+        a = torch.randint(-64, 64, (n, n), dtype=torch.int8, generator=gen)
+        b = torch.randint(-64, 64, (n, n), dtype=torch.int8, generator=gen)
+        torch._int_mm(a, b)  # raises where this build has no int8 matmul
+        return lambda: torch._int_mm(a, b)
+    a = torch.randn(n, n, generator=gen).to(dtype)
+    b = torch.randn(n, n, generator=gen).to(dtype)
+    return lambda: torch.mm(a, b)
+
+
+def measure_matmul(
+    dtype: torch.dtype, *, budget_s: float = 0.5, max_size: int = 2048
+) -> tuple[float, int]:
+    """Best matmul throughput of ``dtype`` on the CPU, in operations (FLOPs) per second.
+
+    A square ``n x n @ n x n`` matmul (``2 n^3`` operations), ``n`` doubled from 128 while
+    one call takes under a quarter of ``budget_s`` and ``n < max_size``; then the best of
+    the repeats that fit in the rest of the budget. Emulated 16-bit math therefore stays at
+    small ``n`` (seconds per call at 1024 on an AVX2-only CPU) and is measured there.
+
+    Returns:
+        ``(operations per second, n)``.
+
+    Raises:
+        TypeError: on a non-dtype ``dtype``; ValueError: on a dtype not in
+            :data:`MATMUL_DTYPES`, a non-positive budget or ``max_size`` below 128.
+        RuntimeError: where this build cannot multiply ``dtype`` (int8 without ``_int_mm``).
+    """
+    check_type("measure_matmul", "dtype", dtype, torch.dtype)
+    if dtype not in MATMUL_DTYPES.values():
+        raise ValueError(f"measure_matmul: dtype must be one of {list(MATMUL_DTYPES)}, got {dtype}")
+    budget_s = check_number(
+        "measure_matmul", "budget_s", budget_s, minimum=0.0, strict_minimum=True
+    )
+    max_size = check_int("measure_matmul", "max_size", max_size, minimum=128)
+    start = time.perf_counter()
+    n = 128
+    call = _matmul_call(dtype, n)
+    one = _best_seconds(call, 2)
+    while one < budget_s / 4 and 2 * n <= max_size:
+        n *= 2
+        call = _matmul_call(dtype, n)
+        one = _best_seconds(call, 1)
+    left = max(budget_s - (time.perf_counter() - start), one)
+    seconds = _best_seconds(call, _repeats_within(one, left))
+    return 2 * n**3 / seconds, n
+
+
+@dataclass(frozen=True)
+class Limits:
+    """This machine's measured limits (see the module docstring for how they are measured).
+
+    Attributes:
+        threads: torch's intra-op threads while measuring.
+        cache_bytes: the last-level cache size, and ``cache_source`` where it was read.
+        buffer_bytes: the size of each buffer of the bandwidth copy.
+        bandwidth: copy bandwidth, bytes/s.
+        matmul: dtype name -> operations per second (FLOP/s; int8: integer ops/s).
+        matmul_size: dtype name -> ``n`` of the square matmul measured.
+        skipped: dtype name -> why it was not measured.
+    """
+
+    threads: int
+    cache_bytes: int
+    cache_source: str
+    buffer_bytes: int
+    bandwidth: float
+    matmul: Mapping[str, float]
+    matmul_size: Mapping[str, int]
+    skipped: Mapping[str, str] = field(default_factory=dict)
+
+    def percent_of_bandwidth(self, nbytes: float, seconds: float) -> float:
+        """Achieved bandwidth of moving ``nbytes`` in ``seconds``, in % of :attr:`bandwidth`."""
+        nbytes = check_number("percent_of_bandwidth", "nbytes", nbytes, minimum=0.0)
+        seconds = check_number(
+            "percent_of_bandwidth", "seconds", seconds, minimum=0.0, strict_minimum=True
+        )
+        return 100 * nbytes / seconds / self.bandwidth
+
+    def percent_of_matmul(self, dtype: str, operations: float, seconds: float) -> float:
+        """Achieved throughput of ``operations`` in ``seconds``, in % of ``dtype``'s limit.
+
+        Raises:
+            ValueError: on a dtype that was not measured, or a non-positive time.
+        """
+        if dtype not in self.matmul:
+            raise ValueError(
+                f"percent_of_matmul: no measured limit for {dtype!r}; have {list(self.matmul)}"
+            )
+        operations = check_number("percent_of_matmul", "operations", operations, minimum=0.0)
+        seconds = check_number(
+            "percent_of_matmul", "seconds", seconds, minimum=0.0, strict_minimum=True
+        )
+        return 100 * operations / seconds / self.matmul[dtype]
+
+    def lines(self) -> list[str]:
+        """The limits as ``[hardware]`` lines (machine facts, masked by the sanitize file)."""
+        out = [
+            f"[hardware] limits on {self.threads} thread(s); last-level cache "
+            f"{self.cache_bytes / 2**20:g} MiB ({self.cache_source})",
+            f"[hardware] memory bandwidth (copy, 2 buffers of {self.buffer_bytes / 2**20:g} MiB): "
+            f"{fmt_measured(self.bandwidth / 1e9)} GB/s",
+        ]
+        for name, rate in self.matmul.items():
+            unit = "GOP/s" if name == "int8" else "GFLOP/s"
+            n = self.matmul_size[name]
+            out.append(f"[hardware] matmul {name} ({n}x{n}x{n}): {fmt_measured(rate / 1e9)} {unit}")
+        out += [
+            f"[hardware] matmul {name}: not measured ({why})" for name, why in self.skipped.items()
+        ]
+        return out
+
+
+def measure_limits(
+    dtypes: Iterable[str] = tuple(MATMUL_DTYPES),
+    *,
+    budget_s: float = 2.5,
+    sysfs: str | Path = "/sys/devices/system/cpu/cpu0/cache",
+) -> Limits:
+    """Measure this CPU's bandwidth and matmul limits within about ``budget_s`` seconds.
+
+    A fifth of the budget goes to the bandwidth (buffers of 4x the last-level cache, at
+    least 32 MiB), the rest is shared by the dtypes. A dtype this build cannot multiply is
+    listed in :attr:`Limits.skipped` with the reason.
+
+    Raises:
+        TypeError: on a dtype name that is not a string; ValueError: on an unknown name, no
+            names, or a non-positive budget.
+    """
+    names = list(dtypes) if not isinstance(dtypes, str) else [dtypes]
+    for name in names:
+        check_type("measure_limits", "dtype name", name, str)
+        if name not in MATMUL_DTYPES:
+            raise ValueError(
+                f"measure_limits: unknown dtype {name!r}; choose from {list(MATMUL_DTYPES)}"
+            )
+    if not names:
+        raise ValueError("measure_limits: no dtypes to measure")
+    budget_s = check_number(
+        "measure_limits", "budget_s", budget_s, minimum=0.0, strict_minimum=True
+    )
+    cache, source = last_level_cache(sysfs)
+    buffer_bytes = max(4 * cache, 32 * 2**20)
+    bandwidth = measure_bandwidth(buffer_bytes, budget_s=budget_s / 5)
+    rates, sizes, skipped = {}, {}, {}
+    for name in names:
+        try:
+            rates[name], sizes[name] = measure_matmul(
+                MATMUL_DTYPES[name], budget_s=0.8 * budget_s / len(names)
+            )
+        except RuntimeError as err:
+            skipped[name] = str(err).splitlines()[0][:80]
+    return Limits(
+        torch.get_num_threads(), cache, source, buffer_bytes, bandwidth, rates, sizes, skipped
+    )
