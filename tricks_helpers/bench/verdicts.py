@@ -36,7 +36,6 @@ from typing import Any
 
 from tricks_helpers._checks import check_number, check_type
 from tricks_helpers.bench.intervals import (
-    CONFIDENCE,
     coverage_percent,
     interval_coverage,
     median_interval,
@@ -44,15 +43,11 @@ from tricks_helpers.bench.intervals import (
 
 __all__ = [
     "NOISE_THRESHOLD",
-    "CONFIDENCE",
     "FASTER",
     "SLOWER",
     "NO_CLEAR_DIFFERENCE",
     "VERDICTS",
     "VERDICT_LINE_RE",
-    "median_interval",
-    "interval_coverage",
-    "coverage_percent",
     "decide",
     "tally",
     "time_change_text",
