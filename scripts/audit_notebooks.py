@@ -29,7 +29,9 @@ on what makes a stored book untrustworthy or a page unreadable:
   (``quantization as qz``), no second import of the package in a later cell.
 - a ``bench.measure``/``compare``/``compare_many`` call without ``device=``: the device of a
   timing comes from what is timed, never from what the machine has (issue 20);
-- a chapter with a CUDA branch without Colab's GPU-runtime metadata (``make colab`` adds it).
+- a chapter with a CUDA branch without Colab's GPU-runtime metadata (``make colab`` adds it);
+- a title cell (the first markdown cell opening with ``# ``) without the reader's first-screen
+  takeaway (rule ``do-this``): a ``{admonition} Do this`` fence with ``:class: tip``.
 
 Only the standard library and this repository's scripts are used.
 """
@@ -242,6 +244,23 @@ def coverage_problems(cell: int, lines: list[str]) -> list[str]:
     return problems
 
 
+_DO_THIS = re.compile(r"^```\{admonition\} Do this\n:class: tip\n", flags=re.M)
+
+
+def do_this_problem(cells: list[dict]) -> str:
+    """Rule ``do-this``: the title cell must hold a "Do this" tip (empty string when it does)."""
+    for i, cell in enumerate(cells):
+        src = _text(cell.get("source"))
+        if cell.get("cell_type") == "markdown" and src.startswith("# "):
+            if _DO_THIS.search(src):
+                return ""
+            return (
+                f"cell {i}: title cell without a 'Do this' tip "
+                "(```{admonition} Do this / :class: tip, 3-5 lines)"
+            )
+    return ""
+
+
 def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
     """Audit one stored notebook (see the module docstring for the rules)."""
     result = Audit(path.name)
@@ -251,6 +270,9 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
         result.problems.append(f"not a readable notebook ({exc})")
         return result
+    tip = do_this_problem(cells)
+    if tip:
+        result.problems.append(tip)
     expected = 1
     first_import: int | None = None
     for i, cell in enumerate(cells):

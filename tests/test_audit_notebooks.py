@@ -20,8 +20,34 @@ FIGURE_META = {
 }
 
 
+TITLE = "# 01 · X\n\n```{admonition} Do this\n:class: tip\nDo the thing.\n```\n"
+
+
 def audit(make_notebook, cells, **kw):
-    return audit_notebooks.audit_notebook(make_notebook("01_x.ipynb", ["# 01 · X"] + cells), **kw)
+    return audit_notebooks.audit_notebook(make_notebook("01_x.ipynb", [TITLE] + cells), **kw)
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "# 01 · X\n\nNo tip here.",
+        "# 01 · X\n\n```{tip} Do this\nrendered as body text, not a title\n```\n",
+        "# 01 · X\n\n```{admonition} Do this\nno tip class\n```\n",
+    ],
+)
+def test_a_title_cell_without_a_do_this_tip_fails(make_notebook, title):
+    a = audit_notebooks.audit_notebook(make_notebook("01_x.ipynb", [title, code()]))
+    assert [p for p in a.problems if "Do this" in p] == [
+        "cell 0: title cell without a 'Do this' tip (```{admonition} Do this / :class: tip, "
+        "3-5 lines)"
+    ]
+
+
+def test_the_tip_is_looked_for_in_the_title_cell_only(make_notebook):
+    later = "Intro.\n\n```{admonition} Do this\n:class: tip\nx\n```\n"
+    nb = make_notebook("01_x.ipynb", [later, "# 01 · X", code()])
+    problems = audit_notebooks.audit_notebook(nb).problems
+    assert any("cell 1: title cell without a 'Do this' tip" in p for p in problems)
 
 
 def code(source="x = 1", outputs=("1\n",), **kw):
@@ -171,7 +197,7 @@ def test_unreadable_notebook(tmp_path):
 
 
 def test_main_reports_unlisted_notebooks_and_exit_codes(tmp_book, make_notebook, capsys):
-    root = tmp_book({"01_a": ["# 01 · A", code()]})
+    root = tmp_book({"01_a": [TITLE.replace("X", "A"), code()]})
     assert audit_notebooks.main([], root=root) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == (
