@@ -57,9 +57,22 @@ def test_measure_matmul_stays_at_the_smallest_size_with_a_tiny_budget(dtype):
     assert n == 128 and rate > 0
 
 
-def test_measure_matmul_grows_to_max_size_with_a_large_budget():
+def test_measure_matmul_grows_to_max_size_with_a_large_budget(monkeypatch):
+    tried = []
+    real = limits._matmul_call
+    monkeypatch.setattr(limits, "_matmul_call", lambda d, n: tried.append(n) or real(d, n))
     rate, n = limits.measure_matmul(torch.float32, budget_s=50.0, max_size=256)
-    assert n == 256 and rate > 0
+    assert tried[-1] == 256 and n in (128, 256) and rate > 0
+
+
+def test_measure_matmul_returns_the_best_rate_over_the_sizes_tried(monkeypatch):
+    # 2 n^3 operations; seconds per call chosen so that 256 is the fastest size per FLOP
+    seconds = {128: 2 * 128**3 / 1e9, 256: 2 * 256**3 / 4e9, 512: 2 * 512**3 / 2e9}
+    monkeypatch.setattr(limits, "_matmul_call", lambda dtype, n: n)
+    monkeypatch.setattr(limits, "_best_seconds", lambda n, repeats: seconds[n])
+    monkeypatch.setattr(limits, "_repeats_within", lambda one, left: 1)
+    rate, n = limits.measure_matmul(torch.bfloat16, budget_s=100.0, max_size=512)
+    assert (round(rate), n) == (4_000_000_000, 256)  # not the 2 GFLOP/s of the last size
 
 
 def test_measure_matmul_refuses_bad_arguments():
