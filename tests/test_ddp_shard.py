@@ -48,15 +48,22 @@ def test_errors(call, error, match):
         call()
 
 
-def test_run_variant_checks_before_it_starts_and_main_refuses_outside_torchrun(
+def test_run_variants_checks_before_it_starts_and_main_refuses_outside_torchrun(
     tmp_path, monkeypatch, capsys
 ):
-    with pytest.raises(ValueError, match="name must be one of 'ddp'"):
-        ddp_shard.run_variant("zero3", tmp_path)
+    with pytest.raises(ValueError, match="names must be one of 'ddp'"):
+        ddp_shard.run_variants(["zero3"], tmp_path)
+    for names in ("ddp", [], ["ddp", "ddp"]):
+        with pytest.raises(ValueError, match="names must be distinct variant names"):
+            ddp_shard.run_variants(names, tmp_path)
+    with pytest.raises(TypeError, match="names must be"):
+        ddp_shard.run_variants({"ddp"}, tmp_path)
     with pytest.raises(ValueError, match="out_dir: no such directory"):
-        ddp_shard.run_variant("ddp", tmp_path / "missing")
+        ddp_shard.run_variants(["ddp"], tmp_path / "missing")
     with pytest.raises(TypeError, match="out_dir must be"):
-        ddp_shard.run_variant("ddp", 3)
+        ddp_shard.run_variants(["ddp"], 3)
+    with pytest.raises(ValueError, match="rounds must be an integer >= 1"):
+        ddp_shard.run_variants(["ddp"], tmp_path, rounds=0)
     monkeypatch.delenv("RANK", raising=False)
     with pytest.raises(SystemExit):
         ddp_shard.main(["--out", str(tmp_path), "--variant", "ddp"])

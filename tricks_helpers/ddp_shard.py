@@ -7,13 +7,13 @@ Run it under torchrun (from a notebook: :func:`tricks_helpers.launch.run_torchru
 
 Every variant (a key of :data:`VARIANTS`) trains the same MLP (:func:`make_mlp`, seeded alike on
 every rank) with Adam on the same data (each rank its slice of every global batch), in
-``rounds`` timed rounds of ``steps`` steps, and writes ``<variant>.rank<r>.json``: the losses
-(this rank's), the bytes of its parameters and of its optimizer state (local shards under FSDP),
-the buckets DDP all-reduced (counted by a communication hook that wraps the default one; 0
-under FSDP), the distinct storages behind the gradients, and the seconds of each round
-(``epoch_seconds``, after a barrier). Read them with
-:func:`tricks_helpers.ddp_check.load_results`; the bytes FSDP must hold per rank are
-:func:`expected_shard_bytes`. Gloo on CPU.
+``rounds`` timed rounds of ``steps`` steps, interleaved with the other variants' rounds
+(:func:`run_variants`), and writes ``<variant>.rank<r>.json``: the losses (this rank's), the
+bytes of its parameters and of its optimizer state (local shards under FSDP), the buckets DDP
+all-reduced (counted by a communication hook that wraps the default one; 0 under FSDP), the
+distinct storages behind the gradients, and the seconds of each round (``epoch_seconds``,
+after a barrier). Read them with :func:`tricks_helpers.ddp_check.load_results`; the bytes
+FSDP must hold per rank are :func:`expected_shard_bytes`. Gloo on CPU.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ __all__ = [
     "make_mlp",
     "tensor_bytes",
     "expected_shard_bytes",
-    "run_variant",
+    "run_variants",
     "main",
 ]
 
@@ -130,85 +130,116 @@ class _BucketCounter:
         return default_hooks.allreduce_hook(None, bucket)
 
 
-def run_variant(
-    name: str,
+class _Run:
+    """One variant on this rank: its wrapped model, optimizer, data stream and records."""
+
+    def __init__(self, name: str, seed: int) -> None:
+        self.name = name
+        self.model = make_mlp(seed)  # alike on every rank
+        self.replica_bytes = tensor_bytes(self.model.parameters())
+        self.counter = _BucketCounter()
+        if VARIANTS[name] is None:
+            from torch.distributed.fsdp import fully_shard
+
+            for layer in self.model:
+                if isinstance(layer, nn.Linear):
+                    fully_shard(layer)
+            self.net = fully_shard(self.model)
+        else:
+            self.net = nn.parallel.DistributedDataParallel(self.model, **VARIANTS[name])
+            self.net.register_comm_hook(self.counter, _BucketCounter.hook)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.data = torch.Generator().manual_seed(seed + 1)  # same global batches on every rank
+        self.losses: list[float] = []
+        self.seconds: list[float] = []
+        self.storages = 0
+
+    def round(self, steps: int, batch_size: int) -> None:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        mine = slice(rank * batch_size, (rank + 1) * batch_size)
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(steps):
+            x = torch.randn(world * batch_size, _FEATURES, generator=self.data)
+            y = torch.randint(0, _CLASSES, (world * batch_size,), generator=self.data)
+            loss = F.cross_entropy(self.net(x[mine]), y[mine])
+            loss.backward()
+            grads = [_local(p.grad) for p in self.model.parameters()]
+            self.storages = len({g.untyped_storage().data_ptr() for g in grads})
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+            self.losses.append(loss.item())
+        self.seconds.append(time.perf_counter() - start)
+
+    def result(self) -> dict[str, Any]:
+        states = self.opt.state.values()
+        moments = [v for s in states for v in s.values() if torch.is_tensor(v) and v.dim()]
+        return dict(
+            name=self.name,
+            rank=dist.get_rank(),
+            world_size=dist.get_world_size(),
+            losses=self.losses,
+            replica_bytes=self.replica_bytes,
+            param_bytes=tensor_bytes(self.model.parameters()),
+            optim_bytes=tensor_bytes(moments),
+            allreduce_calls=self.counter.calls,
+            grad_storages=self.storages,
+            threads=torch.get_num_threads(),
+            epoch_seconds=self.seconds,
+        )
+
+
+def run_variants(
+    names: Sequence[str],
     out_dir: str | os.PathLike,
     *,
     rounds: int = 9,
     steps: int = 5,
     batch_size: int = 32,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Train variant ``name`` on this rank of the initialised process group; write its results.
+) -> dict[str, dict[str, Any]]:
+    """Train the variants ``names`` on this rank of the initialised process group, interleaved.
 
-    Writes ``<out_dir>/<name>.rank<r>.json`` (through a temporary name) with ``name``,
-    ``rank``, ``world_size``, ``losses``, ``param_bytes``, ``optim_bytes``, ``replica_bytes``,
-    ``allreduce_calls``, ``grad_storages`` (distinct storages behind the gradients at the last
-    step: one per parameter, or one per bucket with ``gradient_as_bucket_view``) and
-    ``epoch_seconds`` (one per round).
+    Round ``i`` of every variant runs before round ``i + 1`` of any (``steps`` steps each,
+    after a barrier), so the rounds that ``bench.comparison_from_times`` pairs ran under
+    similar conditions. Writes ``<out_dir>/<name>.rank<r>.json`` per variant (through a
+    temporary name) with ``name``, ``rank``, ``world_size``, ``losses``, ``param_bytes``,
+    ``optim_bytes``, ``replica_bytes``, ``allreduce_calls``, ``grad_storages`` (distinct
+    storages behind the gradients at the last step: one per parameter, or one per bucket with
+    ``gradient_as_bucket_view``), ``threads`` and ``epoch_seconds`` (one per round).
+
+    Returns:
+        Variant name -> this rank's result.
 
     Raises:
-        TypeError, ValueError: an unknown variant, counts below 1, a missing ``out_dir``.
+        TypeError, ValueError: an unknown or repeated variant, counts below 1, a missing
+            ``out_dir`` (all checked before anything is built).
     """
-    where = "run_variant"
-    check_choice(where, "name", name, VARIANTS)
+    where = "run_variants"
+    check_type(where, "names", names, Sequence)
+    if isinstance(names, str) or not names or len(set(names)) != len(names):
+        raise ValueError(f"{where}: names must be distinct variant names, got {names!r}")
+    for n in names:
+        check_choice(where, "names", n, VARIANTS)
     check_type(where, "out_dir", out_dir, (str, os.PathLike))
     if not Path(out_dir).is_dir():
         raise ValueError(f"{where}: out_dir: no such directory: {os.fspath(out_dir)!r}")
     rounds = check_int(where, "rounds", rounds, minimum=1)
     steps = check_int(where, "steps", steps, minimum=1)
     batch_size = check_int(where, "batch_size", batch_size, minimum=1)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    model = make_mlp(seed)  # alike on every rank
-    replica_bytes = tensor_bytes(model.parameters())
-    counter = _BucketCounter()
-    if VARIANTS[name] is None:
-        from torch.distributed.fsdp import fully_shard
-
-        for layer in model:
-            if isinstance(layer, nn.Linear):
-                fully_shard(layer)
-        net = fully_shard(model)
-    else:
-        net = nn.parallel.DistributedDataParallel(model, **VARIANTS[name])
-        net.register_comm_hook(counter, _BucketCounter.hook)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    data = torch.Generator().manual_seed(seed + 1)  # the same global batches on every rank
-    losses, seconds = [], []
+    seed = check_int(where, "seed", seed, minimum=0)
+    runs = [_Run(n, seed) for n in names]
     for _ in range(rounds):
-        dist.barrier()
-        start = time.perf_counter()
-        for _ in range(steps):
-            x = torch.randn(world * batch_size, _FEATURES, generator=data)
-            y = torch.randint(0, _CLASSES, (world * batch_size,), generator=data)
-            mine = slice(rank * batch_size, (rank + 1) * batch_size)
-            loss = F.cross_entropy(net(x[mine]), y[mine])
-            loss.backward()
-            grads = [_local(p.grad) for p in model.parameters()]
-            storages = {g.untyped_storage().data_ptr() for g in grads}
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            losses.append(loss.item())
-        seconds.append(time.perf_counter() - start)
-    states = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v) and v.dim()]
-    result = dict(
-        name=name,
-        rank=rank,
-        world_size=world,
-        losses=losses,
-        replica_bytes=replica_bytes,
-        param_bytes=tensor_bytes(model.parameters()),
-        optim_bytes=tensor_bytes(states),
-        allreduce_calls=counter.calls,
-        grad_storages=len(storages),
-        threads=torch.get_num_threads(),
-        epoch_seconds=seconds,
-    )
-    path = Path(out_dir) / f"{name}.rank{rank}.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(path)
-    return result
+        for run in runs:
+            run.round(steps, batch_size)
+    results = {}
+    for run in runs:
+        results[run.name] = result = run.result()
+        path = Path(out_dir) / f"{run.name}.rank{result['rank']}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(result))
+        tmp.replace(path)
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -228,8 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--out: no such directory: {args.out}")
     dist.init_process_group("gloo")
     try:
-        for name in dict.fromkeys(args.variant):
-            run_variant(name, args.out, rounds=args.rounds, steps=args.steps)
+        names = list(dict.fromkeys(args.variant))
+        run_variants(names, args.out, rounds=args.rounds, steps=args.steps)
         dist.barrier()
     finally:
         dist.destroy_process_group()
