@@ -40,6 +40,9 @@ Each submodule has one job and is introduced by one chapter of the book:
   torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08);
   ``launch`` is a face over :mod:`~tricks_helpers.launch.running` (``run_torchrun``) and
   :mod:`~tricks_helpers.launch.cli` (the torchrun command line).
+  :mod:`tricks_helpers.ddp_seeding`: DataLoader worker streams repeated across ranks seeded
+  alike, and the rank in the loader's generator (08); :mod:`tricks_helpers.ddp_shard`: FSDP2
+  ``fully_shard`` beside DDP and its knobs, bytes per rank (08).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09);
   :mod:`tricks_helpers.traces`: the trace file it exports, read back as counts and a timeline (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access
