@@ -36,6 +36,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.resnet`: a ResNet-18-shaped network, written out, no download (06).
 - :mod:`tricks_helpers.kernels`: what runs below the ATen operators: the code Inductor
   generates, the oneDNN primitives a call executes (06).
+- :mod:`tricks_helpers.compiling`: what ``torch.compile`` does to a training step: cold start
+  vs steady state, graphs compiled per shape, graph breaks (06).
 - :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`, :mod:`tricks_helpers.ddp_check`:
   torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08);
   ``launch`` is a face over :mod:`~tricks_helpers.launch.running` (``run_torchrun``) and
