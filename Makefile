@@ -4,6 +4,9 @@
 #               the unit tests, nbval over every notebook and the browser test of the built book
 # For authors:
 #   make execute NB=book/01_dataloader_seeding.ipynb   re-execute notebooks in place (all if NB is empty)
+#   make survey    run every chapter on this machine (book/ untouched), record each comparison
+#                  in results/<machine-id>.json (a failed chapter is recorded as failed)
+#   make survey-compare   this machine's verdicts against the book's reference run, line by line
 #   make results   regenerate book/results.md and its chart from the stored outputs
 #   make colab     re-stamp the Colab set-up cell and GPU-runtime metadata (no re-execution needed)
 #   make markers   turn '# NBVAL_*' comment markers into nbval cell tags (no re-execution needed)
@@ -44,7 +47,7 @@ export MPLCONFIGDIR := $(abspath $(VENV))/mplconfig
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest \
-	browser-deps clean lock release-check
+	browser-deps clean lock release-check survey survey-compare
 
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +99,12 @@ nbval: venv
 
 execute: venv
 	$(BIN)/python scripts/run_notebooks.py $(NB)
+
+survey: venv
+	$(BIN)/python -m tricks_helpers.survey $(NB)
+
+survey-compare: venv
+	$(BIN)/python -m tricks_helpers.survey --compare
 
 colab: venv
 	$(BIN)/python scripts/colab_cell.py

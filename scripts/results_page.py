@@ -3,6 +3,13 @@
     python scripts/results_page.py            write book/results.md and book/results_speedups.svg
     python scripts/results_page.py --check    exit 1 if either is stale
 
+Records first: where ``results/`` holds a reference results file (source ``"book"``, written by
+``make execute``, see ``tricks_helpers.machine_records``), every row comes from its records
+(``tricks_helpers.bench.records``) and the page gains a *why* column (the invariant partner);
+with more than one machine's file, an "Across machines" section shows them side by side (one
+column per machine with its facts) and lists the comparisons whose verdict differs. Without a
+reference file the page falls back to reading the printed lines back, as described next.
+
 Nothing on the page is typed: every row is a measured verdict a chapter printed, read back
 from the notebook's stored outputs, beside the machine card of that chapter (torch, device,
 CPU, threads, GPU, bf16, the date it was executed and the commit). Two forms are read, both
@@ -36,13 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
-from tricks_helpers import charts
+from tricks_helpers import charts, machine_records
 from tricks_helpers.bench import (
     NOISE_THRESHOLD,
     VERDICT_LINE_RE,
     VERDICTS,
     coverage_percent,
     fmt_ratio,
+    fmt_time,
 )
 
 PAGE_NAME = "results.md"
@@ -81,6 +89,7 @@ class Row:
     trick: str = ""
     rounds: str = ""
     where: str = ""
+    why: str | None = None  # None: read from printed lines (no records), so no why column
 
     @property
     def covers(self) -> str:
@@ -204,6 +213,71 @@ def read_chapter(path: Path) -> Chapter:
     return chapter
 
 
+def row_of(rec: dict) -> Row:
+    """A page row from one record (``tricks_helpers.bench.records``)."""
+    calls = rec["calls_per_round"]
+    return Row(
+        label=rec["label"],
+        verdict=rec["verdict"],
+        ratio=float(fmt_ratio(rec["ratio"])),
+        lo=float(fmt_ratio(rec["lo"])),
+        hi=float(fmt_ratio(rec["hi"])),
+        baseline=fmt_time(rec["baseline_s"]),
+        trick=fmt_time(rec["trick_s"]),
+        rounds=f"{rec['rounds']}" + (f" x {calls}" if calls > 1 else ""),
+        where=f"{rec['device']}, {rec['threads']} threads",
+        why=rec["why"],
+    )
+
+
+def machine_files(root: Path) -> list[dict]:
+    """Every results file under ``root/results``, the reference (source "book") first."""
+    files = [machine_records.read_results(p) for p in sorted((root / "results").glob("*.json"))]
+    return sorted(files, key=lambda d: d["source"] != "book")
+
+
+def apply_records(chapters: list[Chapter], reference: dict) -> None:
+    """Replace each chapter's rows by the reference file's records (kept once each)."""
+    for ch in chapters:
+        seen: set[tuple] = set()
+        ch.rows = []
+        for rec in reference["records"]:
+            key = (rec["baseline_s"], rec["trick_s"], rec["lo"], rec["hi"])
+            if rec["chapter"] == ch.notebook and key not in seen:
+                seen.add(key)
+                ch.rows.append(row_of(rec))
+
+
+def _machine_cell(m: dict) -> str:
+    isa = ", ".join(m["isa"]) or "no AVX2"
+    cap = "; capped " + ", ".join(f"{k}={v}" for k, v in m["capped"].items()) if m["capped"] else ""
+    return f"{m['cpu']} ({isa}{cap}; {m['threads']} threads; GPU: {m['gpu']}; torch {m['torch']})"
+
+
+def render_machines(files: list[dict]) -> list[str]:
+    """The side-by-side section: machine facts, each comparison's verdict per machine, differs."""
+    keyed = [machine_records.record_keys(f["records"]) for f in files]
+    names = [f["machine"]["id"] + (" (book)" if f["source"] == "book" else "") for f in files]
+    out = ["## Across machines", "", "| | " + " | ".join(names) + " |"]
+    out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
+    out[-1] += " | ".join(_cell(_machine_cell(f["machine"])) for f in files) + " |"
+    differs = []
+    keys = list(dict.fromkeys(k for ks in keyed for k in ks))
+    for key in keys:
+        cells = []
+        for ks in keyed:
+            r = ks.get(key)
+            cells.append(f"{r['verdict']} {fmt_ratio(r['ratio'])}x" if r else "-")
+        out.append(f"| {_cell(key[0] + ': ' + key[1])} | " + " | ".join(cells) + " |")
+        verdicts = {ks[key]["verdict"] for ks in keyed if key in ks}
+        if len(verdicts) > 1:
+            pairs = "; ".join(f"{n} {c}" for n, c in zip(names, cells))
+            differs.append(f"- {key[0]}: {key[1]}: {pairs}")
+    out += ["", "### Differs between machines", ""]
+    out += differs or ["No comparison's verdict differs between the recorded machines."]
+    return out + [""]
+
+
 def chart_data(chapters: list[Chapter]) -> list[dict]:
     """What the chart plots, in plotting order (also what its digest covers)."""
     return [
@@ -284,8 +358,8 @@ def _card_line(ch: Chapter) -> str:
     return text + f". Chapter: {{doc}}`{ch.notebook}`."
 
 
-def render(chapters: list[Chapter]) -> str:
-    """The results page as MyST markdown."""
+def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
+    """The results page as MyST markdown (``machines``: results files, the reference first)."""
     rows = [r for ch in chapters for r in ch.rows]
     out = [
         "# Results: which tricks paid off where",
@@ -332,9 +406,11 @@ def render(chapters: list[Chapter]) -> str:
         if not ch.rows:
             out += ["This chapter prints no measured verdicts.", ""]
             continue
+        with_why = any(r.why is not None for r in ch.rows)
         out += [
-            "| what | baseline | trick | speed-up [interval] | covers | verdict | where |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| what | baseline | trick | speed-up [interval] | covers | verdict | where |"
+            + (" why |" if with_why else ""),
+            "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if with_why else ""),
         ]
         for r in ch.rows:
             speedup = f"{fmt_ratio(r.ratio)}x [{fmt_ratio(r.lo)}-{fmt_ratio(r.hi)}]"
@@ -346,9 +422,11 @@ def render(chapters: list[Chapter]) -> str:
                 r.covers,
                 r.verdict,
                 r.where,
-            )
+            ) + ((r.why or "",) if with_why else ())
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
+    if machines and len(machines) > 1:
+        out += render_machines(machines)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -360,11 +438,11 @@ def chart_digest(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def stale(chapters: list[Chapter], book: Path) -> list[str]:
+def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> list[str]:
     """Why the committed page or chart do not match the stored outputs (empty: up to date)."""
     problems = []
     page = book / PAGE_NAME
-    if (page.read_text(encoding="utf-8") if page.exists() else "") != render(chapters):
+    if (page.read_text(encoding="utf-8") if page.exists() else "") != render(chapters, machines):
         problems.append(f"{PAGE_NAME} differs from the stored outputs")
     chart = book / CHART_NAME
     if any(ch.rows for ch in chapters):
@@ -375,11 +453,11 @@ def stale(chapters: list[Chapter], book: Path) -> list[str]:
     return problems
 
 
-def write(chapters: list[Chapter], book: Path) -> None:
+def write(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> None:
     """Write the page and (re)draw the chart, atomically."""
     page = book / PAGE_NAME
     tmp = page.with_suffix(".md.tmp")
-    tmp.write_text(render(chapters), encoding="utf-8")
+    tmp.write_text(render(chapters, machines), encoding="utf-8")
     tmp.replace(page)
     chart = book / CHART_NAME
     if any(ch.rows for ch in chapters):
@@ -395,15 +473,20 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the page or chart is stale")
     args = parser.parse_args(argv)
     chapters = [read_chapter(p) for p in chapter_notebooks(root)]
+    machines = machine_files(root)
+    if machines and machines[0]["source"] == "book":
+        apply_records(chapters, machines[0])
+    else:
+        machines = []  # no reference run: rows read from the printed lines (the fallback)
     book = root / "book"
     if args.check:
-        problems = stale(chapters, book)
+        problems = stale(chapters, book, machines)
         for problem in problems:
             print(f"results_page: {problem}; run `python scripts/results_page.py`", file=sys.stderr)
         if not problems:
             print("results_page: book/results.md and its chart are up to date")
         return 1 if problems else 0
-    write(chapters, book)
+    write(chapters, book, machines)
     print(
         f"results_page: wrote book/{PAGE_NAME}"
         + (f" and book/{CHART_NAME}" if any(ch.rows for ch in chapters) else "")

@@ -11,6 +11,12 @@ written: the executed copy stays in memory, which is how ``make newest`` checks 
 chapter still runs under another torch without comparing outputs. ``--keep-going`` goes on
 with the next notebook after a failure. A summary table ends the run: one line per notebook
 with its status, time, and the first failing cell with its error.
+
+Every comparison a chapter shows is also recorded (``TRICKS_RECORDS``, see
+``tricks_helpers.bench.records``): when notebooks are executed in place, their records
+replace those chapters' records in ``results/<machine-id>.json`` beside ``book/`` (source
+``"book"``: the reference run the results page and ``make survey-compare`` read). Cell
+outputs are the same either way.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +34,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from find_notebooks import notebooks_from_args
+from tricks_helpers.bench import read_records
+from tricks_helpers.machine_records import machine_facts, merge_results, read_results, write_results
+from tricks_helpers.survey import records_env
 
 
 @dataclass
@@ -62,8 +72,13 @@ def first_error(nb: nbformat.NotebookNode) -> str:
     return ""
 
 
-def execute(path: Path, *, write: bool = True, timeout: int = 600) -> Outcome:
-    """Execute ``path`` top to bottom; write it back only if ``write`` and every cell ran."""
+def execute(
+    path: Path, *, write: bool = True, timeout: int = 600, env: dict | None = None
+) -> Outcome:
+    """Execute ``path`` top to bottom; write it back only if ``write`` and every cell ran.
+
+    ``env``: the kernel's environment (default: this process's).
+    """
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
@@ -73,7 +88,7 @@ def execute(path: Path, *, write: bool = True, timeout: int = 600) -> Outcome:
     )
     start = time.perf_counter()
     try:
-        client.execute()
+        client.execute(**({"env": env} if env is not None else {}))
     except CellTimeoutError as exc:
         return Outcome(
             path.name,
@@ -105,6 +120,14 @@ def summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def write_book_records(chapters: dict, records: list, folder: Path) -> Path:
+    """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book")."""
+    machine = machine_facts()
+    target = folder / f"{machine['id']}.json"
+    old = read_results(target) if target.exists() else None
+    return write_results(merge_results(old, machine, chapters, records, "book"), folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter)")
@@ -121,10 +144,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_notebooks: {exc}", file=sys.stderr)
         return 1
     outcomes = []
+    done: dict[Path, tuple[dict, list]] = {}  # results folder -> chapters, records
+    tmp = tempfile.TemporaryDirectory(prefix="records-")
     for path in paths:
         print(f"executing {path.name} ...", flush=True)
-        outcome = execute(path, write=not args.no_write)
+        records_file = Path(tmp.name) / f"{path.stem}.jsonl"
+        env = records_env(records_file, path.stem)
+        outcome = execute(path, write=not args.no_write, env=env)
         outcomes.append(outcome)
+        if outcome.ok:
+            folder = path.resolve().parent.parent / "results"
+            chapters, records = done.setdefault(folder, ({}, []))
+            chapters[path.stem] = {
+                "status": "ok",
+                "error": "",
+                "seconds": round(outcome.seconds, 1),
+            }
+            records += read_records(records_file) if records_file.exists() else []
         print(
             f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
             + (f": {outcome.error}" if outcome.error else ""),
@@ -133,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         if not outcome.ok and not args.keep_going:
             break
     print(summary(outcomes), flush=True)
+    for folder, (chapters, records) in done.items() if not args.no_write else ():
+        print(f"records: {write_book_records(chapters, records, folder)}", flush=True)
+    tmp.cleanup()
     return 0 if all(o.ok for o in outcomes) and len(outcomes) == len(paths) else 1
 
 

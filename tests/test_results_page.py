@@ -190,3 +190,51 @@ def test_chart_group_titles_are_the_part_before_the_colon():
         "03 · Data loading"
     )
     assert results_page._plain_title("10 · The **small** tricks") == "10 · The small tricks"
+
+
+def _results(root, source, threads, verdict_times):
+    from tricks_helpers import machine_records
+
+    b, t = verdict_times
+    c = bench.comparison_from_times("fusion", [b] * 6, [t] * 6, threads=1, show=False, why="1 op")
+    facts = machine_records.machine_facts(
+        cpu="Test CPU", flags=frozenset({"avx2"}), environ={}, threads=threads, gpu="none"
+    )
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    data = machine_records.merge_results(
+        None, facts, {"01_x": ok}, [c.record(chapter="01_x")], source
+    )
+    return machine_records.write_results(data, root / "results")
+
+
+def test_page_from_records_has_why_and_machines_side_by_side(tmp_book):
+    root = tmp_book({"01_x": ["# 01 · X", {"source": "x", "outputs": [CARD]}]})
+    _results(root, "book", 2, (2e-3, 1e-3))
+    assert results_page.main([], root=root) == 0
+    page = (root / "book" / "results.md").read_text()
+    assert (
+        "| fusion | ~2 ms | ~1 ms | 2.00x [2.00-2.00] | 96% | FASTER | cpu, 1 threads | 1 op |"
+        in (page)
+    )
+    assert "Across machines" not in page  # one machine: no side-by-side section
+    _results(root, "survey", 4, (1e-3, 1e-3))
+    assert results_page.main(["--check"], root=root) == 1  # a new machine makes the page stale
+    assert results_page.main([], root=root) == 0
+    page = (root / "book" / "results.md").read_text()
+    assert "| 01_x: fusion | FASTER 2.00x | NO CLEAR DIFFERENCE 1.00x |" in page
+    assert "- 01_x: fusion: test-avx2-only-2t (book) FASTER 2.00x; test-avx2-only-4t" in page
+    assert results_page.main(["--check"], root=root) == 0
+
+
+def test_stored_verdict_lines_have_records_in_the_reference_file(repo_root):
+    """Records and stored outputs cannot drift apart: each stored verdict line has a record."""
+    files = results_page.machine_files(repo_root)
+    if not files or files[0]["source"] != "book":
+        pytest.skip("no reference results file yet: the lead's `make execute` writes it")
+    recorded = {(r["chapter"], r["label"], r["verdict"]) for r in files[0]["records"]}
+    missing = []
+    for path in results_page.chapter_notebooks(repo_root):
+        for row in results_page.read_chapter(path).rows:
+            if (path.stem, row.label, row.verdict) not in recorded:
+                missing.append((path.stem, row.label, row.verdict))
+    assert missing == []

@@ -1,10 +1,12 @@
 """Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
 
-This face hands on the names of its three modules, each name with one home:
+This face hands on the names of its four modules, each name with one home:
 :mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare`, :func:`compare_many`,
 :func:`comparison_from_times`, :func:`device_class`) and :mod:`~tricks_helpers.bench.verdicts`
 (the threshold, the verdict, the printed lines, :func:`table` and :func:`tally`) and
-:mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage).
+:mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage) and
+:mod:`~tricks_helpers.bench.records` (each shown comparison as a JSON record, written only
+where ``TRICKS_RECORDS`` names a file).
 
 The book's rule: **invariants are compared, measurements are judged.** A speed verdict is
 itself a measurement: it is shown with its spread and decided by code, but never compared as
@@ -33,6 +35,16 @@ from tricks_helpers.bench.intervals import (
     coverage_percent,
     interval_coverage,
     median_interval,
+)
+from tricks_helpers.bench.records import (
+    CHAPTER_ENV,
+    FIELDS,
+    RECORDS_ENV,
+    SCHEMA_VERSION,
+    emit,
+    make_record,
+    read_records,
+    validate_record,
 )
 from tricks_helpers.bench.timing import (
     compare,
@@ -86,4 +98,12 @@ __all__ = [
     "table",
     "tally",
     "time_change_text",
+    "SCHEMA_VERSION",
+    "RECORDS_ENV",
+    "CHAPTER_ENV",
+    "FIELDS",
+    "make_record",
+    "validate_record",
+    "emit",
+    "read_records",
 ]

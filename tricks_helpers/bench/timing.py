@@ -21,6 +21,7 @@ from tricks_helpers.bench.verdicts import (
     ManyComparison,
     Measurement,
     check_label,
+    check_why,
     fmt_ratio,
 )
 
@@ -183,6 +184,7 @@ def compare(
     at_most: float | None = None,
     attempts: int = 3,
     show: bool = True,
+    why: str = "",
 ) -> Comparison:
     """Time ``baseline`` and ``trick`` side by side and decide a verdict.
 
@@ -207,7 +209,9 @@ def compare(
             bound is missed the whole comparison is measured again, up to ``attempts`` times
             in all; only the last comparison is printed.
         attempts: measurements allowed to reach the bounds (>= 1).
-        show: print the verdict line and the details line.
+        show: print the verdict line and the details line (and append the record where
+            ``TRICKS_RECORDS`` names a file, see :mod:`tricks_helpers.bench.records`).
+        why: the invariant partner (why the trick is faster), kept in the record only.
 
     Returns:
         A :class:`Comparison`; ``.verdict`` is one of :data:`VERDICTS`.
@@ -234,6 +238,7 @@ def compare(
     if check is not False:
         _check_outputs(label, baseline(), trick(), check)
     asserted = _bound_text(at_least, at_most)
+    why = check_why("compare", why)
 
     def run() -> Comparison:
         for _ in range(warmup):
@@ -259,6 +264,7 @@ def compare(
             calls_per_round=number,
             checked=check is not False,
             asserted=asserted,
+            why=why,
             _rerun=run,
         )
 
@@ -268,7 +274,7 @@ def compare(
         result = run()
         tries.append(result)
     if show:
-        print(result)
+        result.show()
     if not _within(result.ratio, at_least, at_most):
         seen = ", ".join(f"{fmt_ratio(c.ratio)}x" for c in tries)
         raise AssertionError(
@@ -289,12 +295,14 @@ def comparison_from_times(
     device: str = "cpu",
     threads: int | None = None,
     show: bool = True,
+    why: str = "",
 ) -> Comparison:
     """A :class:`Comparison` from times measured elsewhere, paired round by round.
 
     For timings that :func:`compare` cannot take itself, e.g. per-epoch times reported by
     worker processes (chapter 08). Round ``i`` pairs ``baseline_times[i]`` with
     ``trick_times[i]``; pair them so that both sides of a round ran under similar conditions.
+    ``show`` and ``why`` as in :func:`compare`.
 
     Raises:
         ValueError: on empty or unequal sequences, or a non-positive time.
@@ -315,9 +323,10 @@ def comparison_from_times(
         trick=Measurement(tuple(trick_times), dev),
         ratios=tuple(b / t for b, t in zip(baseline_times, trick_times)),
         threads=torch.get_num_threads() if threads is None else threads,
+        why=check_why("comparison_from_times", why),
     )
     if show:
-        print(result)
+        result.show()
     return result
 
 

@@ -40,6 +40,7 @@ from tricks_helpers.bench.intervals import (
     interval_coverage,
     median_interval,
 )
+from tricks_helpers.bench.records import emit, make_record
 
 __all__ = [
     "NOISE_THRESHOLD",
@@ -171,6 +172,7 @@ class Comparison:
     calls_per_round: int = 1
     checked: bool = False
     asserted: str = ""
+    why: str = ""  # the invariant partner: why the trick is faster (records only, not printed)
     _rerun: Callable[[], Comparison] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -239,6 +241,15 @@ class Comparison:
     def __str__(self) -> str:
         return f"{self.line()}\n{self.details()}"
 
+    def record(self, chapter: str | None = None) -> dict:
+        """This comparison as a plain dict (see :mod:`tricks_helpers.bench.records`)."""
+        return make_record(self, chapter=chapter)
+
+    def show(self) -> None:
+        """Print the two lines; append the record where ``TRICKS_RECORDS`` names a file."""
+        print(self)
+        emit(self.record())
+
     def remeasure(self) -> Comparison:
         """Measure again with the same functions and settings (silently)."""
         if self._rerun is None:
@@ -255,6 +266,13 @@ def check_label(where: str, label: Any) -> str:
     if "\n" in label:
         raise ValueError(f"{where}: label must be one line, got {label!r}")
     return label.strip()
+
+
+def check_why(where: str, why: Any) -> str:
+    check_type(where, "why", why, str)
+    if "\n" in why:
+        raise ValueError(f"{where}: why must be one line, got {why!r}")
+    return why.strip()
 
 
 @dataclass(frozen=True)
@@ -278,12 +296,15 @@ class ManyComparison:
                 f"{self.label!r} has no candidate {name!r}; candidates: {list(self.times)}"
             )
 
-    def compare(self, label: str, pair: tuple[str, str], *, show: bool = True) -> Comparison:
+    def compare(
+        self, label: str, pair: tuple[str, str], *, show: bool = True, why: str = ""
+    ) -> Comparison:
         """The verdict of one ``(baseline, trick)`` pair, from its per-round ratios.
 
         Exactly one pair: ratios of different pairs (five formats, say) are ratios of different
         things, and one interval over them hides the pair that differs (issue 19). Compare each
-        pair on its own and count the verdicts with :func:`tally`.
+        pair on its own and count the verdicts with :func:`tally`. ``why`` is the invariant
+        partner, kept in the record (:meth:`Comparison.record`), not printed.
 
         Raises:
             TypeError: when ``pair`` is not a tuple of two names (a list of pairs included).
@@ -307,9 +328,10 @@ class ManyComparison:
             ratios=tuple(bt / tt for bt, tt in zip(self.times[b], self.times[t])),
             threads=self.threads,
             calls_per_round=self.calls_per_round,
+            why=check_why("ManyComparison.compare", why),
         )
         if show:
-            print(result)
+            result.show()
         return result
 
 
@@ -350,7 +372,8 @@ def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
     rounds, the interval's coverage (``covers``, from the rounds) and verdict.
 
     Rows keep the given order; measured cells carry ``~`` and the speed-up its interval, so
-    the sanitize file masks exactly those and the verdict words.
+    the sanitize file masks exactly those and the verdict words. Where ``TRICKS_RECORDS``
+    names a file, each row's record (labelled with the row's name) is appended to it.
     """
     rows = (
         list(comparisons.items())
@@ -359,6 +382,8 @@ def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
     )
     for name, c in rows:
         check_type("table", f"row {name!r}", c, Comparison)
+    for name, c in rows:
+        emit(make_record(c, label=name))
     head = ("what", "baseline", "trick", "speed-up [interval]", "rounds", "covers", "verdict")
     body = [
         (

@@ -1,0 +1,107 @@
+"""Tests of tricks_helpers.machine_records: machine facts, results files, verdict comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tricks_helpers import bench, machine_records
+
+
+def facts(**kw):
+    args = dict(cpu="Intel(R) Xeon(R) Platinum 8488C", flags=frozenset({"avx2", "avx512f"}))
+    args.update(environ={}, threads=2, gpu="none")
+    args.update(kw)
+    return machine_records.machine_facts(**args)
+
+
+def rec(label="a", chapter="01_x", verdict_times=(2e-3, 1e-3)):
+    b, t = verdict_times
+    c = bench.comparison_from_times(label, [b] * 6, [t] * 6, threads=2, show=False)
+    return c.record(chapter=chapter)
+
+
+def test_machine_id_names_isa_cap_threads_and_gpu():
+    assert facts()["id"] == "intel-xeon-platinum-8488c-avx512-2t"
+    amx = facts(flags=frozenset({"amx_bf16", "avx512_bf16", "avx2"}))
+    assert amx["id"].endswith("-amx-2t") and amx["isa"] == ["amx_bf16", "avx512_bf16", "avx2"]
+    capped = facts(environ={"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert capped["capped"] == {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert capped["id"] == "intel-xeon-platinum-8488c-avx512-capped-avx2-2t"
+    assert facts(flags=frozenset({"avx2"}), gpu="NVIDIA H100 80GB HBM3")["id"].endswith(
+        "avx2-only-2t-nvidia-h100-80gb-hbm3"
+    )
+
+
+def test_merge_replaces_the_chapters_run_and_keeps_the_others(tmp_path):
+    m = facts()
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    first = machine_records.merge_results(
+        None, m, {"01_x": ok, "02_y": ok}, [rec(), rec("b", "02_y")], "book"
+    )
+    second = machine_records.merge_results(first, m, {"01_x": ok}, [rec("new")], "book")
+    assert [(r["chapter"], r["label"]) for r in second["records"]] == [
+        ("01_x", "new"),
+        ("02_y", "b"),
+    ]
+    path = machine_records.write_results(second, tmp_path)
+    assert path.name == f"{m['id']}.json"
+    assert machine_records.read_results(path) == json.loads(path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"schema": 0}, ValueError, "schema"),
+        ({"source": "mine"}, ValueError, "source"),
+        ({"machine": {"id": "x"}}, ValueError, "machine lacks"),
+        ({"chapters": {"01_x": {"status": "?"}}}, ValueError, "status"),
+        ({"records": "none"}, TypeError, "records"),
+        ({"chapters": {}}, ValueError, "not listed"),
+    ],
+)
+def test_validate_results_refuses_bad_files(change, error, match):
+    data = machine_records.merge_results(
+        None, facts(), {"01_x": {"status": "ok", "error": "", "seconds": 1.0}}, [rec()], "survey"
+    )
+    with pytest.raises(error, match=match):
+        machine_records.validate_results({**data, **change})
+
+
+def test_a_bad_record_is_named_by_its_index(tmp_path):
+    data = machine_records.merge_results(
+        None, facts(), {"01_x": {"status": "ok", "error": "", "seconds": 1.0}}, [rec()], "survey"
+    )
+    data["records"][0]["verdict"] = "FAST"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="record 0: .*unknown verdict"):
+        machine_records.read_results(path)
+    path.write_text("{")
+    with pytest.raises(ValueError, match="not JSON"):
+        machine_records.read_results(path)
+
+
+def test_compare_verdicts_line_by_line():
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    ref = machine_records.merge_results(
+        None,
+        facts(),
+        {"01_x": ok, "02_y": ok},
+        [rec("same"), rec("flips"), rec("gone", "02_y")],
+        "book",
+    )
+    mine = machine_records.merge_results(
+        None,
+        facts(threads=4),
+        {"01_x": ok, "02_y": {"status": "failed", "error": "boom", "seconds": 1.0}},
+        [rec("same"), rec("flips", verdict_times=(1e-3, 1e-3))],
+        "survey",
+    )
+    text, bad = machine_records.compare_verdicts(mine, ref)
+    assert bad == 2
+    assert "agree    01_x: same: FASTER" in text
+    assert "DIFFERS  01_x: flips: reference FASTER 2.00x, here NO CLEAR DIFFERENCE 1.00x" in text
+    assert "missing  02_y: gone (chapter failed)" in text
+    assert text.endswith("1 of 3 reference verdicts agree")

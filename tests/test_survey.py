@@ -1,0 +1,56 @@
+"""Tests of tricks_helpers.survey: chapters run with records on, failures recorded, compare."""
+
+from __future__ import annotations
+
+import pytest
+
+from tricks_helpers import machine_records, survey
+
+SHOW = (
+    "from tricks_helpers import bench\n"
+    "bench.comparison_from_times('tiny', [2e-3] * 6, [1e-3] * 6, threads=1, why='half the work')"
+)
+
+
+@pytest.mark.slow
+def test_survey_records_comparisons_and_goes_on_after_a_failure(tmp_book, capsys):
+    root = tmp_book(
+        {
+            "01_bad": ["# Bad", {"source": SHOW, "outputs": []}, {"source": "1/0", "outputs": []}],
+            "02_ok": ["# OK", {"source": SHOW, "outputs": []}],
+        }
+    )
+    before = (root / "book" / "02_ok.ipynb").read_bytes()
+    assert survey.main([], root=root) == 1  # one chapter failed
+    out = capsys.readouterr().out
+    assert "failed: 01_bad" in out
+    assert (root / "book" / "02_ok.ipynb").read_bytes() == before, "the book is never written"
+    (path,) = (root / "results").glob("*.json")
+    data = machine_records.read_results(path)
+    assert data["source"] == "survey"
+    assert data["chapters"]["01_bad"]["status"] == "failed"
+    assert "ZeroDivisionError" in data["chapters"]["01_bad"]["error"]
+    assert data["chapters"]["02_ok"]["status"] == "ok"
+    assert [(r["chapter"], r["label"], r["why"]) for r in data["records"]] == [
+        ("01_bad", "tiny", "half the work"),
+        ("02_ok", "tiny", "half the work"),
+    ]
+
+
+def test_compare_needs_a_reference_and_this_machines_file(tmp_path, capsys):
+    assert survey.main(["--compare", "--results", str(tmp_path)]) == 1
+    assert "no results file with source 'book'" in capsys.readouterr().err
+
+
+def test_survey_with_a_stub_runner_writes_and_compare_agrees(tmp_path, capsys):
+    from tricks_helpers import bench
+
+    def run(path, timeout):
+        c = bench.comparison_from_times("x", [2e-3] * 6, [1e-3] * 6, threads=1, show=False)
+        return {"status": "ok", "error": "", "seconds": 0.1}, [c.record(chapter=path.stem)]
+
+    mine = survey.survey([tmp_path / "01_a.ipynb"], tmp_path / "results", run=run)
+    ref = survey.survey([tmp_path / "01_a.ipynb"], tmp_path / "ref", source="book", run=run)
+    assert survey.reference_file(tmp_path / "ref") == ref
+    assert survey.main(["--compare", str(ref), "--results", str(mine.parent)]) == 0
+    assert "agree    01_a: x: FASTER" in capsys.readouterr().out

@@ -1,0 +1,233 @@
+"""One results file per machine: its facts and the records of its comparisons (issue 22).
+
+``results/<machine-id>.json`` holds ``{"schema", "source", "machine", "chapters", "records"}``:
+``source`` is ``"book"`` for the run that made the stored notebooks (``make execute``) and
+``"survey"`` for :mod:`tricks_helpers.survey`; ``machine`` is :func:`machine_facts`;
+``chapters`` maps a notebook's stem to ``{"status": "ok"|"failed", "error", "seconds"}``;
+``records`` are :mod:`tricks_helpers.bench.records` records. :func:`validate_results` checks a
+file, :func:`merge_results` replaces the chapters just run and keeps the others,
+:func:`compare_verdicts` says line by line where two machines' verdicts agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tricks_helpers._checks import check_type
+from tricks_helpers.bench import SCHEMA_VERSION, validate_record
+
+__all__ = [
+    "ISA_FLAGS",
+    "CAP_VARS",
+    "machine_facts",
+    "machine_id",
+    "validate_results",
+    "merge_results",
+    "write_results",
+    "read_results",
+    "record_keys",
+    "compare_verdicts",
+]
+
+#: CPU flags that decide which tricks pay off (bf16, int8, wide vectors), newest first.
+ISA_FLAGS = ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
+#: Variables that cap the instruction set torch and oneDNN use (an older CPU stood in for).
+CAP_VARS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+_SOURCES = ("book", "survey")
+_STATUSES = ("ok", "failed")
+
+
+def _slug(text: str) -> str:
+    text = re.sub(r"\((?:r|tm)\)|cpu|@.*$|processor", "", text.lower())
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"
+
+
+def machine_facts(
+    *,
+    cpu: str | None = None,
+    flags: frozenset[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    threads: int | None = None,
+    gpu: str | None = None,
+) -> dict[str, Any]:
+    """The facts that explain a machine's verdicts; each argument defaults to this machine.
+
+    Returns:
+        ``{"id", "cpu", "isa", "capped", "threads", "gpu", "torch"}``: ``isa`` lists the
+        :data:`ISA_FLAGS` the CPU has, ``capped`` the :data:`CAP_VARS` that are set.
+    """
+    import torch
+
+    from tricks_helpers import env as env_card
+
+    if gpu is None:
+        gpu = torch.cuda.get_device_properties(0).name if torch.cuda.is_available() else "none"
+    flags = env_card.cpu_flags() if flags is None else flags
+    environ = os.environ if environ is None else environ
+    facts = {
+        "cpu": env_card.cpu_model() if cpu is None else cpu,
+        "isa": [f for f in ISA_FLAGS if f in flags],
+        "capped": {v: environ[v] for v in CAP_VARS if environ.get(v)},
+        "threads": torch.get_num_threads() if threads is None else threads,
+        "gpu": gpu,
+        "torch": torch.__version__,
+    }
+    facts["id"] = machine_id(facts)
+    return facts
+
+
+def machine_id(facts: Mapping[str, Any]) -> str:
+    """``<cpu>-<isa>[-capped-<cap>]-<threads>t[-<gpu>]``, e.g. ``intel-xeon-8488c-amx-2t``.
+
+    The ISA part is the newest of ``amx``, ``avx512-bf16``, ``avx512``, ``avx2-only``.
+    """
+    isa = set(facts["isa"])
+    tag = next(
+        (
+            name
+            for flag, name in (
+                ("amx_bf16", "amx"),
+                ("avx512_bf16", "avx512-bf16"),
+                ("avx512f", "avx512"),
+                ("avx2", "avx2-only"),
+            )
+            if flag in isa
+        ),
+        "no-avx2",
+    )
+    parts = [_slug(facts["cpu"]), tag]
+    if facts["capped"]:
+        parts.append(
+            "capped-" + _slug("-".join(sorted({v.lower() for v in facts["capped"].values()})))
+        )
+    parts.append(f"{facts['threads']}t")
+    if facts["gpu"] != "none":
+        parts.append(_slug(facts["gpu"]))
+    return "-".join(parts)
+
+
+def validate_results(data: Any, name: str = "results") -> dict[str, Any]:
+    """Check a results file's content (every record included) and return it.
+
+    Raises:
+        TypeError: when it or a part of it has the wrong type.
+        ValueError: on another schema, an unknown source or status, missing machine facts, or a
+            record of a chapter the file does not list (with the record's index).
+    """
+    check_type("validate_results", name, data, dict)
+    if data.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"{name}: schema {data.get('schema')!r} is not {SCHEMA_VERSION}")
+    if data.get("source") not in _SOURCES:
+        raise ValueError(f"{name}: source must be one of {_SOURCES}, got {data.get('source')!r}")
+    machine = data.get("machine")
+    check_type("validate_results", f"{name}.machine", machine, dict)
+    missing = {"id", "cpu", "isa", "capped", "threads", "gpu", "torch"} - set(machine)
+    if missing:
+        raise ValueError(f"{name}: machine lacks {sorted(missing)}")
+    chapters = data.get("chapters")
+    check_type("validate_results", f"{name}.chapters", chapters, dict)
+    for stem, info in chapters.items():
+        check_type("validate_results", f"{name}.chapters[{stem!r}]", info, dict)
+        if info.get("status") not in _STATUSES:
+            raise ValueError(f"{name}: chapter {stem!r} has status {info.get('status')!r}")
+    records = data.get("records")
+    check_type("validate_results", f"{name}.records", records, list)
+    for i, rec in enumerate(records):
+        try:
+            validate_record(rec)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name}: record {i}: {exc}") from exc
+        if rec["chapter"] not in chapters:
+            raise ValueError(f"{name}: record {i} names chapter {rec['chapter']!r}, not listed")
+    return data
+
+
+def merge_results(
+    old: Mapping[str, Any] | None,
+    machine: Mapping[str, Any],
+    chapters: Mapping[str, Mapping[str, Any]],
+    records: list[dict[str, Any]],
+    source: str,
+) -> dict[str, Any]:
+    """``old`` with the chapters in ``chapters`` replaced (their records too), validated."""
+    kept_chapters = {k: v for k, v in (old or {}).get("chapters", {}).items() if k not in chapters}
+    kept = [r for r in (old or {}).get("records", []) if r["chapter"] not in chapters]
+    merged = {
+        "schema": SCHEMA_VERSION,
+        "source": source,
+        "machine": dict(machine),
+        "chapters": dict(sorted({**kept_chapters, **chapters}.items())),
+        "records": sorted(kept + list(records), key=lambda r: r["chapter"]),
+    }
+    return validate_results(merged)
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """Read and validate one results file.
+
+    Raises:
+        ValueError: when it is not JSON or not valid (see :func:`validate_results`).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not JSON ({exc})") from exc
+    return validate_results(data, path.name)
+
+
+def write_results(data: Mapping[str, Any], folder: str | Path) -> Path:
+    """Validate ``data`` and write it to ``folder/<machine id>.json`` (temporary name, rename)."""
+    data = validate_results(dict(data))
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{data['machine']['id']}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def record_keys(records: list[Mapping[str, Any]]) -> dict[tuple[str, str, int], dict]:
+    """Records by ``(chapter, label, n)``: the n-th record of that label in that chapter."""
+    out: dict[tuple[str, str, int], dict] = {}
+    for rec in records:
+        n = 0
+        while (rec["chapter"], rec["label"], n) in out:
+            n += 1
+        out[(rec["chapter"], rec["label"], n)] = dict(rec)
+    return out
+
+
+def compare_verdicts(mine: Mapping[str, Any], reference: Mapping[str, Any]) -> tuple[str, int]:
+    """Line by line, where ``mine`` agrees with ``reference`` (two results files' contents).
+
+    Returns:
+        The text (one line per reference record: ``agree``, ``DIFFERS`` or ``missing``) and
+        the number of lines that differ or are missing.
+    """
+    here, ref = record_keys(mine["records"]), record_keys(reference["records"])
+    lines = [f"reference: {reference['machine']['id']}; this machine: {mine['machine']['id']}"]
+    bad = 0
+    for key, r in ref.items():
+        what = f"{r['chapter']}: {r['label']}"
+        m = here.get(key)
+        if m is None:
+            failed = mine["chapters"].get(r["chapter"], {}).get("status") == "failed"
+            lines.append(f"missing  {what} ({'chapter failed' if failed else 'not run here'})")
+            bad += 1
+        elif m["verdict"] == r["verdict"]:
+            lines.append(f"agree    {what}: {r['verdict']}")
+        else:
+            lines.append(
+                f"DIFFERS  {what}: reference {r['verdict']} {r['ratio']:.2f}x, "
+                f"here {m['verdict']} {m['ratio']:.2f}x"
+            )
+            bad += 1
+    lines.append(f"{len(ref) - bad} of {len(ref)} reference verdicts agree")
+    return "\n".join(lines), bad

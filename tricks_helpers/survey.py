@@ -1,0 +1,199 @@
+"""Run the book's chapters on this machine and record every comparison (issue 22).
+
+    python -m tricks_helpers.survey [NOTEBOOK ...]        run, write results/<machine-id>.json
+    python -m tricks_helpers.survey --compare [REF.json]  this machine's verdicts vs the book's
+
+The chapters' own code runs, not a copy of it: each notebook is executed in memory with
+nbclient, in its own folder (the notebook is never written back), with
+``TRICKS_RECORDS`` set so that every shown comparison appends its record
+(:mod:`tricks_helpers.bench.records`). A chapter that fails is recorded as failed with its
+error, and the survey goes on. Progress is a tqdm bar where tqdm is installed, else a line per
+chapter. The results file is :mod:`tricks_helpers.machine_records`'s; ``--compare`` reads the
+reference (the file whose ``source`` is ``"book"``) and prints, line by line, where this
+machine's verdicts agree with it. Needs ``nbformat`` and ``nbclient`` (the book's environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tricks_helpers.bench import CHAPTER_ENV, RECORDS_ENV, read_records
+from tricks_helpers.machine_records import (
+    compare_verdicts,
+    machine_facts,
+    merge_results,
+    read_results,
+    write_results,
+)
+
+__all__ = ["records_env", "run_chapter", "survey", "reference_file", "main"]
+
+
+def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None = None) -> dict:
+    """The kernel's environment: ``base`` (default ``os.environ``) plus the two record variables."""
+    return {
+        **(os.environ if base is None else base),
+        RECORDS_ENV: str(records_file),
+        CHAPTER_ENV: chapter,
+    }
+
+
+def _first_error(nb: Any) -> str:
+    for index, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                first = (out.get("evalue") or "").strip().splitlines()[:1]
+                return f"code cell {index + 1}: {out.get('ename')}: {''.join(first)[:160]}"
+    return "a cell failed"
+
+
+def run_chapter(
+    path: Path, *, timeout: int = 600, environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Execute one notebook in memory (never written back) and collect its records.
+
+    Returns:
+        ``({"status", "error", "seconds"}, records)``; a failed chapter keeps the records it
+        wrote before failing.
+
+    Raises:
+        FileNotFoundError: when ``path`` does not exist.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"run_chapter: no notebook {path}")
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="survey-") as tmp:
+        records_file = Path(tmp) / f"{path.stem}.jsonl"
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        start = time.perf_counter()
+        error = ""
+        try:
+            client.execute(env=records_env(records_file, path.stem, environ))
+        except CellTimeoutError as exc:
+            error = f"timeout after {timeout} s per cell: {str(exc).splitlines()[0]}"
+        except CellExecutionError:
+            error = _first_error(nb)
+        except Exception as exc:  # a kernel that dies or cannot start: record it, go on
+            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        seconds = round(time.perf_counter() - start, 1)
+        records = read_records(records_file) if records_file.exists() else []
+    status = {"status": "failed" if error else "ok", "error": error, "seconds": seconds}
+    return status, records
+
+
+def _progress(paths: list[Path]) -> Iterable[Path]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        for i, p in enumerate(paths, start=1):
+            print(f"[{i}/{len(paths)}] {p.stem} ...", flush=True)
+            yield p
+        return
+    bar = tqdm(paths, unit="chapter", file=sys.stdout)
+    for p in bar:
+        bar.set_postfix_str(p.stem)
+        yield p
+
+
+def survey(
+    paths: list[Path],
+    results_dir: Path,
+    *,
+    source: str = "survey",
+    timeout: int = 600,
+    run: Callable[..., tuple[dict, list]] = run_chapter,
+) -> Path:
+    """Run ``paths`` one after another and write (merge into) this machine's results file.
+
+    Returns:
+        The path written: ``results_dir/<machine id>.json``.
+    """
+    machine = machine_facts()
+    target = Path(results_dir) / f"{machine['id']}.json"
+    old = read_results(target) if target.exists() else None
+    if old is not None and old["source"] != source:
+        old = None  # never mix a survey into the book's reference run, nor the reverse
+    chapters, records = {}, []
+    for path in _progress(list(paths)):
+        status, recs = run(path, timeout=timeout)
+        chapters[Path(path).stem] = status
+        records += recs
+        if status["status"] == "failed":
+            print(f"  {Path(path).stem} FAILED: {status['error']}", flush=True)
+    return write_results(merge_results(old, machine, chapters, records, source), results_dir)
+
+
+def reference_file(results_dir: Path) -> Path:
+    """The one results file whose ``source`` is ``"book"`` (the stored notebooks' run).
+
+    Raises:
+        FileNotFoundError: when there is none; ValueError: when there are several.
+    """
+    found = [
+        p for p in sorted(Path(results_dir).glob("*.json")) if read_results(p)["source"] == "book"
+    ]
+    if not found:
+        raise FileNotFoundError(f"no results file with source 'book' in {results_dir}")
+    if len(found) > 1:
+        raise ValueError(f"several reference results files: {[p.name for p in found]}")
+    return found[0]
+
+
+def main(argv: list[str] | None = None, root: Path | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="notebooks (default: every book/NN_*.ipynb)")
+    parser.add_argument("--results", default=None, help="results folder (default: results/)")
+    parser.add_argument(
+        "--compare",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="REFERENCE",
+        help="compare this machine's results with the reference; run nothing",
+    )
+    args = parser.parse_args(argv)
+    root = Path.cwd() if root is None else Path(root)
+    results_dir = Path(args.results) if args.results else root / "results"
+    if args.compare is not None:
+        try:
+            ref = Path(args.compare) if args.compare else reference_file(results_dir)
+            mine_path = results_dir / f"{machine_facts()['id']}.json"
+            text, bad = compare_verdicts(read_results(mine_path), read_results(ref))
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"survey: {exc}; run `make survey` first", file=sys.stderr)
+            return 1
+        print(text)
+        return 1 if bad else 0
+    paths = [Path(p) for p in args.notebooks] or sorted((root / "book").glob("[0-9][0-9]_*.ipynb"))
+    if not paths:
+        print("survey: no notebooks to run", file=sys.stderr)
+        return 1
+    path = survey(paths, results_dir)
+    data = read_results(path)
+    failed = [k for k, v in data["chapters"].items() if v["status"] == "failed"]
+    print(
+        f"survey: wrote {path} ({len(data['records'])} records, {path.stat().st_size} bytes)"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
