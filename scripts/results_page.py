@@ -406,7 +406,7 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
         if not ch.rows:
             out += ["This chapter prints no measured verdicts.", ""]
             continue
-        with_why = any(r.why is not None for r in ch.rows)
+        with_why = any(r.why for r in ch.rows)  # a chapter whose comparisons name no why: no column
         out += [
             "| what | baseline | trick | speed-up [interval] | covers | verdict | where |"
             + (" why |" if with_why else ""),
