@@ -237,15 +237,23 @@ def machine_files(root: Path) -> list[dict]:
 
 
 def apply_records(chapters: list[Chapter], reference: dict) -> None:
-    """Replace each chapter's rows by the reference file's records (kept once each)."""
+    """Replace each chapter's rows by the reference file's records (kept once each).
+
+    A comparison recorded twice (its verdict line, then a ``bench.table`` row) is kept as
+    first recorded, with the second record's ``why`` where the first has none.
+    """
     for ch in chapters:
-        seen: set[tuple] = set()
+        seen: dict[tuple, Row] = {}
         ch.rows = []
         for rec in reference["records"]:
             key = (rec["baseline_s"], rec["trick_s"], rec["lo"], rec["hi"])
-            if rec["chapter"] == ch.notebook and key not in seen:
-                seen.add(key)
-                ch.rows.append(row_of(rec))
+            if rec["chapter"] != ch.notebook:
+                continue
+            if key not in seen:
+                seen[key] = row_of(rec)
+                ch.rows.append(seen[key])
+            elif rec["why"] and not seen[key].why:  # a table row naming the shown one's why
+                seen[key].why = rec["why"]
 
 
 def _machine_cell(m: dict) -> str:

@@ -238,3 +238,12 @@ def test_stored_verdict_lines_have_records_in_the_reference_file(repo_root):
             if (path.stem, row.label, row.verdict) not in recorded:
                 missing.append((path.stem, row.label, row.verdict))
     assert missing == []
+
+
+def test_a_comparison_recorded_twice_is_one_row_with_the_tables_why():
+    c = bench.comparison_from_times("fusion", [2e-3] * 6, [1e-3] * 6, threads=1, show=False)
+    shown = c.record(chapter="01_x")  # its verdict line: no why
+    row = bench.make_record(c, label="fusion, table", chapter="01_x", why="1 op fewer")
+    chapter = results_page.Chapter(notebook="01_x", title="01 · X")
+    results_page.apply_records([chapter], {"records": [shown, row]})
+    assert [(r.label, r.why) for r in chapter.rows] == [("fusion", "1 op fewer")]

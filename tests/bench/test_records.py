@@ -107,3 +107,20 @@ def test_read_records_names_the_bad_line(tmp_path):
         bench.read_records(path)
     with pytest.raises(FileNotFoundError):
         bench.read_records(tmp_path / "absent.jsonl")
+
+
+def test_a_tables_why_goes_into_its_rows_records_and_is_not_printed(tmp_path, monkeypatch):
+    monkeypatch.delenv(bench.RECORDS_ENV, raising=False)
+    plain = bench.table({"a": comparison(why=""), "b": comparison(why="")})
+    target = tmp_path / "r.jsonl"
+    monkeypatch.setenv(bench.RECORDS_ENV, str(target))
+    text = bench.table({"a": comparison(why=""), "b": comparison(why="")}, why={"a": "same sum"})
+    assert text == plain
+    assert [(r["label"], r["why"]) for r in bench.read_records(target)] == [
+        ("a", "same sum"),
+        ("b", ""),
+    ]
+    with pytest.raises(ValueError, match=r"table: why names no row: \['c'\]"):
+        bench.table({"a": comparison()}, why={"c": "x"})
+    with pytest.raises(TypeError, match="why"):
+        bench.table({"a": comparison()}, why={"a": 3})

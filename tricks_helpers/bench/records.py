@@ -108,13 +108,16 @@ def validate_record(record: Any) -> dict[str, Any]:
     return out
 
 
-def make_record(c: Any, *, label: str | None = None, chapter: str | None = None) -> dict:
+def make_record(
+    c: Any, *, label: str | None = None, chapter: str | None = None, why: str | None = None
+) -> dict:
     """The record of a comparison (anything with a :class:`Comparison`'s attributes).
 
     Args:
         c: the comparison.
         label: the label to record instead of ``c.label`` (a :func:`table` row's name).
         chapter: the chapter, or ``None`` (then :func:`emit` fills it in).
+        why: the invariant partner to record instead of ``c.why`` (a :func:`table` row's).
 
     Raises:
         TypeError: when ``c`` lacks a comparison's attributes.
@@ -140,7 +143,7 @@ def make_record(c: Any, *, label: str | None = None, chapter: str | None = None)
             "calls_per_round": c.calls_per_round,
             "checked": bool(c.checked),
             "verdict": c.verdict,
-            "why": getattr(c, "why", "") or "",
+            "why": (getattr(c, "why", "") or "") if why is None else why,
         }
     )
 

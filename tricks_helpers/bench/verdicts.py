@@ -367,13 +367,21 @@ def time_change_text(c: Comparison) -> str:
     return f"time x{fmt_measured(1 / hi)} to x{fmt_measured(1 / lo)}"
 
 
-def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
+def table(
+    comparisons: Mapping[str, Comparison] | Iterable[Comparison],
+    why: Mapping[str, str] | None = None,
+) -> str:
     """A fixed-layout text table of comparisons: what, baseline, trick, speed-up [interval],
     rounds, the interval's coverage (``covers``, from the rounds) and verdict.
 
     Rows keep the given order; measured cells carry ``~`` and the speed-up its interval, so
     the sanitize file masks exactly those and the verdict words. Where ``TRICKS_RECORDS``
-    names a file, each row's record (labelled with the row's name) is appended to it.
+    names a file, each row's record (labelled with the row's name, with ``why[name]`` as its
+    invariant partner where given) is appended to it; ``why`` is not printed.
+
+    Raises:
+        TypeError: on a row that is not a :class:`Comparison` or a ``why`` text not a string.
+        ValueError: on a ``why`` name that is no row.
     """
     rows = (
         list(comparisons.items())
@@ -382,8 +390,14 @@ def table(comparisons: Mapping[str, Comparison] | Iterable[Comparison]) -> str:
     )
     for name, c in rows:
         check_type("table", f"row {name!r}", c, Comparison)
+    why = dict(why or {})
+    unknown = set(why) - {name for name, _ in rows}
+    if unknown:
+        raise ValueError(f"table: why names no row: {sorted(unknown)}")
+    for name, text in why.items():
+        check_type("table", f"why[{name!r}]", text, str)
     for name, c in rows:
-        emit(make_record(c, label=name))
+        emit(make_record(c, label=name, why=why.get(name)))
     head = ("what", "baseline", "trick", "speed-up [interval]", "rounds", "covers", "verdict")
     body = [
         (
