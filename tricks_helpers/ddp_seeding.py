@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import multiprocessing
 import os
 import sys
@@ -40,6 +39,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_choice, check_int, check_type
+from tricks_helpers.ddp_train import write_json
 from tricks_helpers.seeding import seed_worker
 
 __all__ = [
@@ -296,10 +296,7 @@ def run_rank(
         multiprocessing_context=multiprocessing_context,
         streams=record_streams(loader, epochs),
     )
-    path = Path(out_dir) / f"{seeding}.rank{rank}.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(path)
+    write_json(Path(out_dir) / f"{seeding}.rank{rank}.json", result)
     return result
 
 

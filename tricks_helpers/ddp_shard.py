@@ -19,7 +19,6 @@ FSDP must hold per rank are :func:`expected_shard_bytes`. Gloo on CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -34,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tricks_helpers._checks import check_choice, check_int, check_type
+from tricks_helpers.ddp_train import AllReduceCounter, write_json
 
 __all__ = [
     "VARIANTS",
@@ -116,20 +116,6 @@ def expected_shard_bytes(model: nn.Module, world_size: int, rank: int) -> int:
     return total
 
 
-class _BucketCounter:
-    """DDP communication hook: counts the buckets all-reduced, then all-reduces (mean)."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    @staticmethod
-    def hook(state, bucket):  # no annotations: DDP checks them, and this module defers them
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-        state.calls += 1
-        return default_hooks.allreduce_hook(None, bucket)
-
-
 class _Run:
     """One variant on this rank: its wrapped model, optimizer, data stream and records."""
 
@@ -137,7 +123,7 @@ class _Run:
         self.name = name
         self.model = make_mlp(seed)  # alike on every rank
         self.replica_bytes = tensor_bytes(self.model.parameters())
-        self.counter = _BucketCounter()
+        self.counter = AllReduceCounter()
         if VARIANTS[name] is None:
             from torch.distributed.fsdp import fully_shard
 
@@ -147,7 +133,7 @@ class _Run:
             self.net = fully_shard(self.model)
         else:
             self.net = nn.parallel.DistributedDataParallel(self.model, **VARIANTS[name])
-            self.net.register_comm_hook(self.counter, _BucketCounter.hook)
+            self.net.register_comm_hook(self.counter, AllReduceCounter.hook)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.data = torch.Generator().manual_seed(seed + 1)  # same global batches on every rank
         self.losses: list[float] = []
@@ -235,10 +221,7 @@ def run_variants(
     results = {}
     for run in runs:
         results[run.name] = result = run.result()
-        path = Path(out_dir) / f"{run.name}.rank{result['rank']}.json"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(result))
-        tmp.replace(path)
+        write_json(Path(out_dir) / f"{run.name}.rank{result['rank']}.json", result)
     return results
 
 

@@ -59,6 +59,8 @@ __all__ = [
     "make_model",
     "params_hash",
     "parse_run",
+    "write_json",
+    "AllReduceCounter",
     "train",
     "main",
 ]
@@ -219,13 +221,18 @@ def parse_run(spec: str, defaults: RunConfig | None = None) -> RunConfig:
     return dataclasses.replace(defaults, **changes)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON to ``path`` whole or not at all (a temporary file, then a rename).
+
+    Each rank of a launch writes its results this way (here, :mod:`ddp_shard`,
+    :mod:`ddp_seeding`), so a reader never sees half a file.
+    """
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
 
 
-class _AllReduceCounter:
+class AllReduceCounter:
     """DDP communication hook: counts the buckets all-reduced, then all-reduces (mean)."""
 
     def __init__(self) -> None:
@@ -265,8 +272,8 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     device_ids = [device.index] if device.type == "cuda" else None
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     wrapped_hash = params_hash(model)
-    counter = _AllReduceCounter()
-    ddp.register_comm_hook(counter, _AllReduceCounter.hook)
+    counter = AllReduceCounter()
+    ddp.register_comm_hook(counter, AllReduceCounter.hook)
 
     data = make_dataset(cfg)
     # 3. Each rank reads its own 1/world of a shuffled permutation (drop_last: equal shares).
@@ -325,7 +332,7 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
         optimizer_steps=steps,
         epoch_seconds=epoch_seconds,
     )
-    _write_json(out_dir / f"{cfg.name}.rank{rank}.json", result)
+    write_json(out_dir / f"{cfg.name}.rank{rank}.json", result)
     if rank == 0:
         tmp = out_dir / f"{cfg.name}.pt.tmp"
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
