@@ -38,30 +38,29 @@ import sys
 import tempfile
 import time
 
-MODULES = (
-    "tricks_helpers.bench",
-    "tricks_helpers.bitwise",
-    "tricks_helpers.counting",
-    "tricks_helpers.determinism",
-    "tricks_helpers.env",
-    "tricks_helpers.fusion",
-    "tricks_helpers.imagedata",
-    "tricks_helpers.kernels",
-    "tricks_helpers.memory",
-    "tricks_helpers.notebook",
-    "tricks_helpers.profiling",
-    "tricks_helpers.quantization",
-    "tricks_helpers.reparam",
-    "tricks_helpers.resnet",
-    "tricks_helpers.seeding",
-    "tricks_helpers.storage",
-    "tricks_helpers.traces",
-    "tricks_helpers.traffic",
-    "tricks_helpers.training",
-    "tricks_helpers.launch",
-    "tricks_helpers.ddp_check",
-    "tricks_helpers.ddp_train",
-)
+#: Public modules not probed, with why: they run whole notebooks or machine-wide measurements.
+NOT_PROBED = {
+    "tricks_helpers.survey": "executes whole notebooks",
+    "tricks_helpers.limits": "measures the machine for seconds per call",
+}
+
+
+def public_modules() -> tuple[str, ...]:
+    """Every public module and subpackage of ``tricks_helpers`` (no ``_private`` ones), sorted."""
+    import pkgutil
+
+    import tricks_helpers
+
+    names = (
+        f"tricks_helpers.{info.name}"
+        for info in pkgutil.iter_modules(tricks_helpers.__path__)
+        if not info.name.startswith("_")
+    )
+    return tuple(sorted(names))
+
+
+#: What a plain run probes: every public module but :data:`NOT_PROBED`.
+MODULES = tuple(m for m in public_modules() if m not in NOT_PROBED)
 #: Not called: they start processes, run a whole training, compile, or never return.
 SKIP = {
     "run_torchrun",
@@ -72,6 +71,11 @@ SKIP = {
     "compiled_code",
     "find_duplicate_samples",
     "seed_worker",
+    "run_rank",
+    "run_variants",
+    "resume_in_fresh_process",
+    "time_cold_start",
+    "graph_breaks",
 }
 CLEAR = (
     TypeError,

@@ -33,3 +33,19 @@ def test_records_are_not_probed():
 
     assert probe_api._is_record(bench.Measurement) and probe_api._is_record(training.Digits)
     assert not probe_api._is_record(bench.compare)
+
+
+def test_every_public_module_is_probed_or_named_with_why_it_is_not():
+    import pkgutil
+
+    import tricks_helpers
+
+    public = {
+        f"tricks_helpers.{m.name}"
+        for m in pkgutil.iter_modules(tricks_helpers.__path__)
+        if not m.name.startswith("_")
+    }
+    assert {"tricks_helpers.limits", "tricks_helpers.resume", "tricks_helpers.bench"} <= public
+    assert set(probe_api.MODULES) | set(probe_api.NOT_PROBED) == public
+    assert not set(probe_api.MODULES) & set(probe_api.NOT_PROBED)
+    assert all(why for why in probe_api.NOT_PROBED.values())
