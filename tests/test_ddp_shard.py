@@ -40,6 +40,7 @@ def test_expected_shard_bytes_split_rows_like_chunk(world, shares):
         (lambda: ddp_shard.expected_shard_bytes(nn.Linear(2, 2), 0, 0), ValueError, "world_size"),
         (lambda: ddp_shard.expected_shard_bytes(nn.Linear(2, 2), 2, 2), ValueError, "rank must"),
         (lambda: ddp_shard.tensor_bytes([torch.ones(2), 3]), TypeError, "tensors\\[1\\] must be"),
+        (lambda: ddp_shard.tensor_bytes(3.0), TypeError, "tensor_bytes: tensors must be an"),
         (lambda: ddp_shard.make_mlp(-1), ValueError, "seed must be an integer >= 0"),
     ],
 )

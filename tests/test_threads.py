@@ -45,6 +45,8 @@ def test_workers_run_one_thread_unless_told():
 def test_worker_threads_errors():
     with pytest.raises(ValueError, match="threads"):
         threads.worker_threads(0)
+    with pytest.raises(ValueError, match="worker_threads: threads"):
+        threads.worker_threads(2**31)
     with pytest.raises(TypeError, match="length"):
         threads.ThreadsSeen(2.0)
 

@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,12 @@ def tensor_bytes(tensors: Any) -> int:
     """Bytes of the tensors' own elements (a DTensor counts its local shard only).
 
     Raises:
-        TypeError: an element that is not a tensor.
+        TypeError: ``tensors`` is not an iterable, or an element is not a tensor.
     """
+    if not isinstance(tensors, Iterable):
+        raise TypeError(
+            f"tensor_bytes: tensors must be an iterable of tensors, got {type(tensors).__name__}"
+        )
     total = 0
     for i, t in enumerate(tensors):
         check_type("tensor_bytes", f"tensors[{i}]", t, torch.Tensor)

@@ -105,9 +105,9 @@ def worker_threads(threads: int) -> Callable[[int], None]:
 
     Raises:
         TypeError: on a non-integer count.
-        ValueError: on a count below 1.
+        ValueError: on a count below 1 or above what ``torch.set_num_threads`` takes (2**31 - 1).
     """
-    threads = check_int("worker_threads", "threads", threads, minimum=1)
+    threads = check_int("worker_threads", "threads", threads, minimum=1, maximum=2**31 - 1)
     return functools.partial(set_worker_threads, threads=threads)
 
 
