@@ -35,7 +35,13 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from find_notebooks import notebooks_from_args
 from tricks_helpers.bench import read_records
-from tricks_helpers.machine_records import machine_facts, merge_results, read_results, write_results
+from tricks_helpers.machine_records import (
+    machine_facts,
+    merge_results,
+    read_results,
+    results_path,
+    write_results,
+)
 from tricks_helpers.survey import records_env
 
 
@@ -123,7 +129,7 @@ def summary(outcomes: list[Outcome]) -> str:
 def write_book_records(chapters: dict, records: list, folder: Path) -> Path:
     """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book")."""
     machine = machine_facts()
-    target = folder / f"{machine['id']}.json"
+    target = results_path(folder, machine["id"], "book")
     old = read_results(target) if target.exists() else None
     return write_results(merge_results(old, machine, chapters, records, "book"), folder)
 

@@ -105,3 +105,23 @@ def test_compare_verdicts_line_by_line():
     assert "DIFFERS  01_x: flips: reference FASTER 2.00x, here NO CLEAR DIFFERENCE 1.00x" in text
     assert "missing  02_y: gone (chapter failed)" in text
     assert text.endswith("1 of 3 reference verdicts agree")
+
+
+def test_results_path_names_a_survey_apart_from_the_book(tmp_path):
+    assert machine_records.results_path(tmp_path, "m-2t", "book") == tmp_path / "m-2t.json"
+    assert machine_records.results_path(tmp_path, "m-2t", "survey") == tmp_path / "m-2t-survey.json"
+    with pytest.raises(ValueError, match="source must be one of"):
+        machine_records.results_path(tmp_path, "m-2t", "mine")
+    with pytest.raises(TypeError, match="machine_id"):
+        machine_records.results_path(tmp_path, 3, "book")
+
+
+def test_write_results_keeps_a_book_file_and_a_survey_file_of_one_machine(tmp_path):
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    book = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec("b")], "book")
+    mine = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec("s")], "survey")
+    p_book = machine_records.write_results(book, tmp_path)
+    p_mine = machine_records.write_results(mine, tmp_path)
+    assert p_book != p_mine
+    assert machine_records.read_results(p_book)["records"][0]["label"] == "b"
+    assert machine_records.read_results(p_mine)["records"][0]["label"] == "s"

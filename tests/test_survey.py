@@ -54,3 +54,30 @@ def test_survey_with_a_stub_runner_writes_and_compare_agrees(tmp_path, capsys):
     assert survey.reference_file(tmp_path / "ref") == ref
     assert survey.main(["--compare", str(ref), "--results", str(mine.parent)]) == 0
     assert "agree    01_a: x: FASTER" in capsys.readouterr().out
+
+
+def test_a_survey_on_the_books_machine_never_replaces_the_books_records(tmp_path, capsys):
+    """The bug of issue 22: same machine id, the book's file was overwritten by the survey."""
+    from tricks_helpers import bench
+
+    def run_with(label):
+        def run(path, timeout):
+            c = bench.comparison_from_times(label, [2e-3] * 6, [1e-3] * 6, threads=1, show=False)
+            return {"status": "ok", "error": "", "seconds": 0.1}, [c.record(chapter=path.stem)]
+
+        return run
+
+    results = tmp_path / "results"
+    book = survey.survey([tmp_path / "01_a.ipynb"], results, source="book", run=run_with("x"))
+    before = book.read_bytes()
+    mine = survey.survey([tmp_path / "01_a.ipynb"], results, run=run_with("y"))
+    assert mine != book and mine.name.endswith("-survey.json")
+    assert mine.name.removesuffix("-survey.json") == book.stem, "one machine, two files"
+    assert book.read_bytes() == before, "the book's reference records are untouched"
+    assert machine_records.read_results(mine)["source"] == "survey"
+    assert survey.reference_file(results) == book
+    # --compare reads this machine's survey (label y), not the book's file (label x)
+    assert survey.main(["--compare", "--results", str(results)]) == 1
+    out = capsys.readouterr().out
+    assert "missing  01_a: x (not run here)" in out
+    assert "0 of 1 reference verdicts agree" in out

@@ -1,8 +1,11 @@
 """One results file per machine: its facts and the records of its comparisons (issue 22).
 
-``results/<machine-id>.json`` holds ``{"schema", "source", "machine", "chapters", "records"}``:
+``results/<machine-id>.json`` (source ``"book"``) and ``results/<machine-id>-survey.json``
+(source ``"survey"``) hold ``{"schema", "source", "machine", "chapters", "records"}``:
 ``source`` is ``"book"`` for the run that made the stored notebooks (``make execute``) and
-``"survey"`` for :mod:`tricks_helpers.survey`; ``machine`` is :func:`machine_facts`;
+``"survey"`` for :mod:`tricks_helpers.survey`; the file's name follows from its source
+(:func:`results_path`), so a survey never replaces the book's reference records, even on the
+machine that made them; ``machine`` is :func:`machine_facts`;
 ``chapters`` maps a notebook's stem to ``{"status": "ok"|"failed", "error", "seconds"}``;
 ``records`` are :mod:`tricks_helpers.bench.records` records. :func:`validate_results` checks a
 file, :func:`merge_results` replaces the chapters just run and keeps the others,
@@ -28,6 +31,7 @@ __all__ = [
     "machine_id",
     "validate_results",
     "merge_results",
+    "results_path",
     "write_results",
     "read_results",
     "record_keys",
@@ -181,12 +185,32 @@ def read_results(path: str | Path) -> dict[str, Any]:
     return validate_results(data, path.name)
 
 
+def results_path(folder: str | Path, machine_id: str, source: str) -> Path:
+    """Where a machine's results file of ``source`` lives in ``folder``.
+
+    Returns:
+        ``folder/<machine_id>.json`` for ``"book"``, ``folder/<machine_id>-survey.json`` for
+        ``"survey"``: the two never share a name.
+
+    Raises:
+        TypeError: when ``machine_id`` is not a string; ValueError: on an unknown ``source``.
+    """
+    check_type("results_path", "machine_id", machine_id, str)
+    if source not in _SOURCES:
+        raise ValueError(f"results_path: source must be one of {_SOURCES}, got {source!r}")
+    return Path(folder) / (
+        f"{machine_id}.json" if source == "book" else f"{machine_id}-{source}.json"
+    )
+
+
 def write_results(data: Mapping[str, Any], folder: str | Path) -> Path:
-    """Validate ``data`` and write it to ``folder/<machine id>.json`` (temporary name, rename)."""
+    """Validate ``data`` and write it to :func:`results_path` (temporary name, then rename).
+
+    A survey's file and the book's are named apart, so neither can replace the other.
+    """
     data = validate_results(dict(data))
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{data['machine']['id']}.json"
+    path = results_path(folder, data["machine"]["id"], data["source"])
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(path)

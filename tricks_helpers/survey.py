@@ -1,6 +1,6 @@
 """Run the book's chapters on this machine and record every comparison (issue 22).
 
-    python -m tricks_helpers.survey [NOTEBOOK ...]        run, write results/<machine-id>.json
+    python -m tricks_helpers.survey [NOTEBOOK ...]        run, write results/<id>-survey.json
     python -m tricks_helpers.survey --compare [REF.json]  this machine's verdicts vs the book's
 
 The chapters' own code runs, not a copy of it: each notebook is executed in memory with
@@ -10,7 +10,10 @@ nbclient, in its own folder (the notebook is never written back), with
 error, and the survey goes on. Progress is a tqdm bar where tqdm is installed, else a line per
 chapter. The results file is :mod:`tricks_helpers.machine_records`'s; ``--compare`` reads the
 reference (the file whose ``source`` is ``"book"``) and prints, line by line, where this
-machine's verdicts agree with it. Needs ``nbformat`` and ``nbclient`` (the book's environment).
+machine's survey verdicts agree with it. A survey's file is ``results/<machine-id>-survey.json``
+(:func:`tricks_helpers.machine_records.results_path`): on the machine that made the book's run,
+the survey sits beside the reference records and never replaces them.
+Needs ``nbformat`` and ``nbclient`` (the book's environment).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tricks_helpers.machine_records import (
     machine_facts,
     merge_results,
     read_results,
+    results_path,
     write_results,
 )
 
@@ -123,13 +127,12 @@ def survey(
     """Run ``paths`` one after another and write (merge into) this machine's results file.
 
     Returns:
-        The path written: ``results_dir/<machine id>.json``.
+        The path written: :func:`~tricks_helpers.machine_records.results_path` for ``source``
+        (``results_dir/<machine id>-survey.json`` for a survey; the book's file is left alone).
     """
     machine = machine_facts()
-    target = Path(results_dir) / f"{machine['id']}.json"
+    target = results_path(results_dir, machine["id"], source)
     old = read_results(target) if target.exists() else None
-    if old is not None and old["source"] != source:
-        old = None  # never mix a survey into the book's reference run, nor the reverse
     chapters, records = {}, []
     for path in _progress(list(paths)):
         status, recs = run(path, timeout=timeout)
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     if args.compare is not None:
         try:
             ref = Path(args.compare) if args.compare else reference_file(results_dir)
-            mine_path = results_dir / f"{machine_facts()['id']}.json"
+            mine_path = results_path(results_dir, machine_facts()["id"], "survey")
             text, bad = compare_verdicts(read_results(mine_path), read_results(ref))
         except (FileNotFoundError, ValueError) as exc:
             print(f"survey: {exc}; run `make survey` first", file=sys.stderr)
