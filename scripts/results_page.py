@@ -49,6 +49,7 @@ from tricks_helpers.bench import (
     VERDICT_LINE_RE,
     VERDICTS,
     coverage_percent,
+    fmt_measured,
     fmt_ratio,
     fmt_time,
 )
@@ -256,10 +257,29 @@ def apply_records(chapters: list[Chapter], reference: dict) -> None:
                 seen[key].why = rec["why"]
 
 
-def _machine_cell(m: dict) -> str:
+def limits_text(limits: dict | None) -> str:
+    """A results file's measured limits in words: copy GB/s, matmul GFLOP/s (int8: GOP/s)."""
+    if not limits:
+        return "limits not measured"
+    rates = [
+        f"{name} {fmt_measured(rate / 1e9)} {'GOP/s' if name == 'int8' else 'GFLOP/s'}"
+        for name, rate in limits["matmul"].items()
+    ]
+    rates += [f"{name} not measured" for name in limits["skipped"]]
+    return (
+        f"limits on {limits['threads']} threads: copy {fmt_measured(limits['bandwidth'] / 1e9)} "
+        f"GB/s; matmul {', '.join(rates) or 'none'}"
+    )
+
+
+def _machine_cell(f: dict) -> str:
+    m = f["machine"]
     isa = ", ".join(m["isa"]) or "no AVX2"
     cap = "; capped " + ", ".join(f"{k}={v}" for k, v in m["capped"].items()) if m["capped"] else ""
-    return f"{m['cpu']} ({isa}{cap}; {m['threads']} threads; GPU: {m['gpu']}; torch {m['torch']})"
+    return (
+        f"{m['cpu']} ({isa}{cap}; {m['threads']} threads; GPU: {m['gpu']}; torch {m['torch']}); "
+        + limits_text(f.get("limits"))
+    )
 
 
 def render_machines(files: list[dict]) -> list[str]:
@@ -268,7 +288,7 @@ def render_machines(files: list[dict]) -> list[str]:
     names = [f["machine"]["id"] + (" (book)" if f["source"] == "book" else "") for f in files]
     out = ["## Across machines", "", "| | " + " | ".join(names) + " |"]
     out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
-    out[-1] += " | ".join(_cell(_machine_cell(f["machine"])) for f in files) + " |"
+    out[-1] += " | ".join(_cell(_machine_cell(f)) for f in files) + " |"
     differs = []
     keys = list(dict.fromkeys(k for ks in keyed for k in ks))
     for key in keys:

@@ -15,8 +15,9 @@ with its status, time, and the first failing cell with its error.
 Every comparison a chapter shows is also recorded (``TRICKS_RECORDS``, see
 ``tricks_helpers.bench.records``): when notebooks are executed in place, their records
 replace those chapters' records in ``results/<machine-id>.json`` beside ``book/`` (source
-``"book"``: the reference run the results page and ``make survey-compare`` read). Cell
-outputs are the same either way.
+``"book"``: the reference run the results page and ``make survey-compare`` read), with this
+machine's limits (``tricks_helpers.limits.measure_limits``, about 2.5 s, measured once before
+the first notebook). Cell outputs are the same either way.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from find_notebooks import notebooks_from_args
 from tricks_helpers.bench import read_records
+from tricks_helpers.limits import measure_limits
 from tricks_helpers.machine_records import (
+    limits_record,
     machine_facts,
     merge_results,
     read_results,
@@ -126,12 +129,17 @@ def summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def write_book_records(chapters: dict, records: list, folder: Path) -> Path:
-    """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book")."""
+def write_book_records(
+    chapters: dict, records: list, folder: Path, limits: dict | None = None
+) -> Path:
+    """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book").
+
+    ``limits``: a ``machine_records.limits_record`` replacing the file's (None: kept).
+    """
     machine = machine_facts()
     target = results_path(folder, machine["id"], "book")
     old = read_results(target) if target.exists() else None
-    return write_results(merge_results(old, machine, chapters, records, "book"), folder)
+    return write_results(merge_results(old, machine, chapters, records, "book", limits), folder)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     done: dict[Path, tuple[dict, list]] = {}  # results folder -> chapters, records
     tmp = tempfile.TemporaryDirectory(prefix="records-")
+    limits = None if args.no_write else limits_record(measure_limits())
     for path in paths:
         print(f"executing {path.name} ...", flush=True)
         records_file = Path(tmp.name) / f"{path.stem}.jsonl"
@@ -176,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             break
     print(summary(outcomes), flush=True)
     for folder, (chapters, records) in done.items() if not args.no_write else ():
-        print(f"records: {write_book_records(chapters, records, folder)}", flush=True)
+        print(f"records: {write_book_records(chapters, records, folder, limits)}", flush=True)
     tmp.cleanup()
     return 0 if all(o.ok for o in outcomes) and len(outcomes) == len(paths) else 1
 

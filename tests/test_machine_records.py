@@ -125,3 +125,58 @@ def test_write_results_keeps_a_book_file_and_a_survey_file_of_one_machine(tmp_pa
     assert p_book != p_mine
     assert machine_records.read_results(p_book)["records"][0]["label"] == "b"
     assert machine_records.read_results(p_mine)["records"][0]["label"] == "s"
+
+
+LIMITS = {
+    "threads": 2,
+    "cache_bytes": 2**25,
+    "bandwidth": 9e9,
+    "matmul": {"float32": 5e10, "bfloat16": 2e10},
+    "skipped": {"int8": "no _int_mm"},
+}
+
+
+def test_limits_record_keeps_what_a_results_file_stores():
+    from tricks_helpers.limits import Limits
+
+    lim = Limits(2, 2**25, "sysfs L3", 2**27, 9e9, {"float32": 5e10}, {"float32": 512}, {})
+    assert machine_records.limits_record(lim) == {
+        "threads": 2,
+        "cache_bytes": 2**25,
+        "bandwidth": 9e9,
+        "matmul": {"float32": 5e10},
+        "skipped": {},
+    }
+
+
+def test_merge_stores_new_limits_and_keeps_old_ones(tmp_path):
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    first = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec()], "book", LIMITS)
+    assert first["limits"] == LIMITS
+    kept = machine_records.merge_results(first, facts(), {"01_x": ok}, [rec()], "book")
+    assert kept["limits"] == LIMITS
+    new = {**LIMITS, "bandwidth": 1e10}
+    assert machine_records.merge_results(first, facts(), {}, [], "book", new)["limits"] == new
+    none = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec()], "book")
+    assert "limits" not in none  # optional: files written before limits stay valid
+    path = machine_records.write_results(first, tmp_path)
+    assert machine_records.read_results(path)["limits"] == LIMITS
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"threads": 0}, ValueError, "threads must be"),
+        ({"bandwidth": "fast"}, TypeError, "bandwidth must be a number"),
+        ({"bandwidth": 0.0}, ValueError, "bandwidth must be >"),
+        ({"matmul": {"float32": -1.0}}, ValueError, "matmul\\['float32'\\]"),
+        ({"skipped": {"int8": 3}}, TypeError, "skipped"),
+        ({"peak": 1}, ValueError, "unknown \\['peak'\\]"),
+    ],
+)
+def test_validate_results_refuses_bad_limits(change, error, match):
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    data = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec()], "book", LIMITS)
+    data["limits"] = {**LIMITS, **change}
+    with pytest.raises(error, match=match):
+        machine_records.validate_results(data)

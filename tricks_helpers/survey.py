@@ -30,6 +30,7 @@ from typing import Any
 from tricks_helpers.bench import CHAPTER_ENV, RECORDS_ENV, read_records
 from tricks_helpers.machine_records import (
     compare_verdicts,
+    limits_record,
     machine_facts,
     merge_results,
     read_results,
@@ -123,8 +124,12 @@ def survey(
     source: str = "survey",
     timeout: int = 600,
     run: Callable[..., tuple[dict, list]] = run_chapter,
+    measure: Callable[[], Any] | None = None,
 ) -> Path:
-    """Run ``paths`` one after another and write (merge into) this machine's results file.
+    """Measure this machine's limits, run ``paths`` one after another, write its results file.
+
+    The limits (``measure()``, default :func:`tricks_helpers.limits.measure_limits`, about
+    2.5 s) are measured once, before any chapter, and stored as the file's ``limits``.
 
     Returns:
         The path written: :func:`~tricks_helpers.machine_records.results_path` for ``source``
@@ -133,6 +138,7 @@ def survey(
     machine = machine_facts()
     target = results_path(results_dir, machine["id"], source)
     old = read_results(target) if target.exists() else None
+    limits = limits_record((measure or _measure_limits)())
     chapters, records = {}, []
     for path in _progress(list(paths)):
         status, recs = run(path, timeout=timeout)
@@ -140,7 +146,14 @@ def survey(
         records += recs
         if status["status"] == "failed":
             print(f"  {Path(path).stem} FAILED: {status['error']}", flush=True)
-    return write_results(merge_results(old, machine, chapters, records, source), results_dir)
+    merged = merge_results(old, machine, chapters, records, source, limits)
+    return write_results(merged, results_dir)
+
+
+def _measure_limits() -> Any:
+    from tricks_helpers.limits import measure_limits
+
+    return measure_limits()
 
 
 def reference_file(results_dir: Path) -> Path:
