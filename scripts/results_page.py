@@ -30,7 +30,13 @@ import sys
 from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
-from results_machines import cell_text, machine_files, render_machines
+from results_machines import (
+    cell_text,
+    machine_files,
+    render_machines,
+    stale_charts,
+    write_charts,
+)
 from results_rows import Chapter, apply_records, read_chapter
 from tricks_helpers import charts
 from tricks_helpers.bench import (
@@ -189,7 +195,7 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
             out.append("| " + " | ".join(cell_text(c) for c in cells) + " |")
         out.append("")
     if machines and len(machines) > 1:
-        out += render_machines(machines)
+        out += render_machines(machines, _titles(chapters))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -201,9 +207,13 @@ def chart_digest(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def _titles(chapters: list[Chapter]) -> dict[str, str]:
+    return {ch.notebook: _plain_title(ch.title) for ch in chapters}
+
+
 def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> list[str]:
-    """Why the committed page or chart do not match the stored outputs (empty: up to date)."""
-    problems = []
+    """Why the committed page or charts do not match the stored outputs (empty: up to date)."""
+    problems = stale_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
     if (page.read_text(encoding="utf-8") if page.exists() else "") != render(chapters, machines):
         problems.append(f"{PAGE_NAME} differs from the stored outputs")
@@ -217,7 +227,8 @@ def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = Non
 
 
 def write(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> None:
-    """Write the page and (re)draw the chart, atomically."""
+    """Write the page and (re)draw the charts, atomically."""
+    write_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
     tmp = page.with_suffix(".md.tmp")
     tmp.write_text(render(chapters, machines), encoding="utf-8")

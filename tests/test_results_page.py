@@ -237,6 +237,8 @@ def test_page_from_records_has_why_and_machines_side_by_side(tmp_book):
         "limits on 2 threads: copy ~9.5 GB/s; matmul float32 ~52.5 GFLOP/s, int8 ~100 GOP/s, "
         "float16 not measured |"
     ) in page
+    assert "```{figure} results_machines_01_x.svg" in page  # a chart per chapter
+    assert (root / "book" / "results_machines_01_x.svg").is_file()
     assert results_page.main(["--check"], root=root) == 0
 
 
