@@ -26,13 +26,10 @@ import argparse
 import platform
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from find_notebooks import notebooks_from_args
 from tricks_helpers.bench import read_records
@@ -45,6 +42,7 @@ from tricks_helpers.machine_records import (
     results_path,
     write_results,
 )
+from tricks_helpers.notebook_run import execute_notebook
 from tricks_helpers.survey import records_env
 
 
@@ -66,52 +64,20 @@ class Outcome:
         return f"{text}  {self.error}" if self.error else text
 
 
-def first_error(nb: nbformat.NotebookNode) -> str:
-    """``cell N: Name: first line`` for the first code cell holding an error output."""
-    code_index = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        code_index += 1
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                message = (out.get("evalue") or "").strip().splitlines()
-                first = message[0][:160] if message else ""
-                return f"code cell {code_index}: {out.get('ename')}: {first}"
-    return ""
-
-
 def execute(
     path: Path, *, write: bool = True, timeout: int = 600, env: dict | None = None
 ) -> Outcome:
     """Execute ``path`` top to bottom; write it back only if ``write`` and every cell ran.
 
-    ``env``: the kernel's environment (default: this process's).
+    ``env``: the kernel's environment (default: this process's). The executor is
+    ``tricks_helpers.notebook_run.execute_notebook``, the survey's too.
     """
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    start = time.perf_counter()
-    try:
-        client.execute(**({"env": env} if env is not None else {}))
-    except CellTimeoutError as exc:
-        return Outcome(
-            path.name,
-            time.perf_counter() - start,
-            f"timeout after {timeout} s per cell: {str(exc).splitlines()[0]}",
-        )
-    except CellExecutionError:
-        return Outcome(path.name, time.perf_counter() - start, first_error(nb) or "a cell failed")
-    elapsed = time.perf_counter() - start
-    if write:
+    done = execute_notebook(path, timeout=timeout, env=env)
+    if write and done.ok:
         tmp = path.with_suffix(".ipynb.tmp")
-        nbformat.write(nb, tmp)
+        nbformat.write(done.nb, tmp)
         tmp.replace(path)
-    return Outcome(path.name, elapsed)
+    return Outcome(path.name, done.seconds, done.error)
 
 
 def summary(outcomes: list[Outcome]) -> str:

@@ -9,22 +9,6 @@ import run_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
 from tricks_helpers import machine_records
 
 
-def test_first_error_names_the_code_cell_and_error():
-    nb = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell("# T"),
-            nbformat.v4.new_code_cell("1"),
-            nbformat.v4.new_code_cell("boom"),
-        ]
-    )
-    nb.cells[2].outputs = [
-        nbformat.v4.new_output(
-            "error", ename="NameError", evalue="name 'boom' is not defined", traceback=[]
-        )
-    ]
-    assert run_notebooks.first_error(nb) == "code cell 2: NameError: name 'boom' is not defined"
-
-
 def test_outcome_lines_and_summary():
     ok = run_notebooks.Outcome("01_a.ipynb", 1.25)
     bad = run_notebooks.Outcome("02_bb.ipynb", 3.0, "code cell 4: ValueError: x")

@@ -3,8 +3,9 @@
     python -m tricks_helpers.survey [NOTEBOOK ...]        run, write results/<id>-survey.json
     python -m tricks_helpers.survey --compare [REF.json]  this machine's verdicts vs the book's
 
-The chapters' own code runs, not a copy of it: each notebook is executed in memory with
-nbclient, in its own folder (the notebook is never written back), with
+The chapters' own code runs, not a copy of it: each notebook is executed in memory
+(:func:`tricks_helpers.notebook_run.execute_notebook`, the executor ``make execute`` uses too),
+in its own folder (the notebook is never written back), with
 ``TRICKS_RECORDS`` set so that every shown comparison appends its record
 (:mod:`tricks_helpers.bench.records`). A chapter that fails is recorded as failed with its
 error, and the survey goes on. Progress is a tqdm bar where tqdm is installed, else a line per
@@ -22,7 +23,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from tricks_helpers.machine_records import (
     results_path,
     write_results,
 )
+from tricks_helpers.notebook_run import execute_notebook
 
 __all__ = ["records_env", "run_chapter", "survey", "reference_file", "main"]
 
@@ -48,15 +49,6 @@ def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None
         RECORDS_ENV: str(records_file),
         CHAPTER_ENV: chapter,
     }
-
-
-def _first_error(nb: Any) -> str:
-    for index, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                first = (out.get("evalue") or "").strip().splitlines()[:1]
-                return f"code cell {index + 1}: {out.get('ename')}: {''.join(first)[:160]}"
-    return "a cell failed"
 
 
 def run_chapter(
@@ -71,34 +63,16 @@ def run_chapter(
     Raises:
         FileNotFoundError: when ``path`` does not exist.
     """
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"run_chapter: no notebook {path}")
-    nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="survey-") as tmp:
         records_file = Path(tmp) / f"{path.stem}.jsonl"
-        client = NotebookClient(
-            nb,
-            timeout=timeout,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(path.parent)}},
+        done = execute_notebook(
+            path, timeout=timeout, env=records_env(records_file, path.stem, environ)
         )
-        start = time.perf_counter()
-        error = ""
-        try:
-            client.execute(env=records_env(records_file, path.stem, environ))
-        except CellTimeoutError as exc:
-            error = f"timeout after {timeout} s per cell: {str(exc).splitlines()[0]}"
-        except CellExecutionError:
-            error = _first_error(nb)
-        except Exception as exc:  # a kernel that dies or cannot start: record it, go on
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        seconds = round(time.perf_counter() - start, 1)
         records = read_records(records_file) if records_file.exists() else []
+    error, seconds = done.error, round(done.seconds, 1)
     status = {"status": "failed" if error else "ok", "error": error, "seconds": seconds}
     return status, records
 
