@@ -5,7 +5,7 @@
 # For authors:
 #   make execute NB=book/01_dataloader_seeding.ipynb   re-execute notebooks in place (all if NB is empty)
 #   make survey    run every chapter on this machine (book/ untouched), record each comparison
-#                  in results/<machine-id>.json (a failed chapter is recorded as failed)
+#                  in results/<machine-id>-survey.json (a failed chapter is recorded as failed)
 #   make survey-compare   this machine's verdicts against the book's reference run, line by line
 #   make results   regenerate book/results.md and its chart from the stored outputs
 #   make colab     re-stamp the Colab set-up cell and GPU-runtime metadata (no re-execution needed)

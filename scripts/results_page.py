@@ -8,24 +8,12 @@ Records first: where ``results/`` holds a reference results file (source ``"book
 (``tricks_helpers.bench.records``) and the page gains a *why* column (the invariant partner);
 with more than one machine's file, an "Across machines" section shows them side by side (one
 column per machine with its facts) and lists the comparisons whose verdict differs. Without a
-reference file the page falls back to reading the printed lines back, as described next.
+reference file the page falls back to reading the printed lines back (``results_rows``).
 
-Nothing on the page is typed: every row is a measured verdict a chapter printed, read back
-from the notebook's stored outputs, beside the machine card of that chapter (torch, device,
-CPU, threads, GPU, bf16, the date it was executed and the commit). Two forms are read, both
-printed by :mod:`tricks_helpers.bench`:
-
-- a verdict line (``bench.VERDICT_LINE_RE``) and the indented details line under it,
-  ``FASTER 1.22x [1.15-1.31] conv+BN fusion, batch 1 (cpu, 2 threads)`` then
-  ``  baseline ~1.47 ms, trick ~1.21 ms; 31 rounds x 5 calls``;
-- the rows of a ``bench.table`` (header ``what  baseline  trick  speed-up [interval]  rounds
-  covers  verdict``; tables printed before the coverage columns are read too), whose device
-  and threads are the chapter card's.
-
-Each row's ``covers`` is the exact coverage of its interval computed from its round count
-(``bench.coverage_percent``, rounded down), ``?`` where the output printed no round count.
-
-A comparison printed both ways is kept once. The chart shows every row's speed-up with its
+Nothing on the page is typed: every row is a measured verdict a chapter recorded or printed,
+beside the machine card of that chapter (torch, device, CPU, threads, GPU, bf16, the date it
+was executed and the commit); a comparison printed both ways is kept once. The side-by-side
+section and its charts are ``results_machines``'s. The chart shows every row's speed-up with its
 interval, grouped by chapter, on a log scale with 1.0 and the noise threshold marked. The
 page is compared as text by ``--check``; the chart is checked by its data (a digest of the
 plotted rows written into the SVG's metadata), not by its bytes, so a matplotlib or font
@@ -39,251 +27,28 @@ import hashlib
 import json
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
-from tricks_helpers import charts, machine_records
+from results_machines import (
+    cell_text,
+    machine_files,
+    render_machines,
+    stale_charts,
+    write_charts,
+)
+from results_rows import Chapter, apply_records, read_chapter
+from tricks_helpers import charts
 from tricks_helpers.bench import (
     NOISE_THRESHOLD,
-    VERDICT_LINE_RE,
     VERDICTS,
-    coverage_percent,
     fmt_ratio,
-    fmt_time,
 )
 
 PAGE_NAME = "results.md"
 CHART_NAME = "results_speedups.svg"
 
-_RATIO = r"\d+(?:\.\d+)?"
-_TIME = r"~\S+ (?:ns|us|ms|s)"
-DETAILS_RE = re.compile(
-    rf"^  baseline (?P<baseline>{_TIME}), trick (?P<trick>{_TIME}); (?P<rounds>\d+) rounds"
-    r"(?: x (?P<calls>\d+) calls)?"
-)
-TABLE_HEAD_RE = re.compile(
-    r"^what\s+baseline\s+trick\s+speed-up \[(?:95% )?interval\](?:\s+rounds\s+covers)?\s+verdict$"
-)
-TABLE_ROW_RE = re.compile(
-    rf"^(?P<label>\S.*?)\s+(?P<baseline>{_TIME})\s+(?P<trick>{_TIME})\s+"
-    rf"(?P<ratio>{_RATIO})x \[(?P<lo>{_RATIO})-(?P<hi>{_RATIO})\]\s+"
-    rf"(?:(?P<rounds>\d+)\s+\d+%\s+)?(?P<verdict>{'|'.join(VERDICTS)})$"
-)
-CARD_RE = re.compile(
-    r"^  (?P<key>torch|device|cpu|threads|gpu|bf16|executed|commit|warning) +(?P<value>.+)$"
-)
 DIGEST_RE = re.compile(r"results-data-sha256 ([0-9a-f]{64})")
-
-
-@dataclass
-class Row:
-    """One measured verdict."""
-
-    label: str
-    verdict: str
-    ratio: float
-    lo: float
-    hi: float
-    baseline: str = ""
-    trick: str = ""
-    rounds: str = ""
-    where: str = ""
-    why: str | None = None  # None: read from printed lines (no records), so no why column
-
-    @property
-    def covers(self) -> str:
-        """The interval's coverage from its round count (``93%``), ``?`` when none was printed."""
-        n = self.rounds.split(" x ")[0]
-        return f"{coverage_percent(int(n))}%" if n else "?"
-
-    def key(self) -> tuple:
-        """What identifies one comparison, whichever way it was printed."""
-        return (self.ratio, self.lo, self.hi, self.baseline, self.trick)
-
-
-@dataclass
-class Chapter:
-    """What one notebook's stored outputs say."""
-
-    notebook: str
-    title: str
-    card: dict[str, str] = field(default_factory=dict)
-    rows: list[Row] = field(default_factory=list)
-
-
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else (value or "")
-
-
-def _output_lines(cell) -> list[str]:
-    lines = []
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "stream" and out.get("name") == "stdout":
-            lines += _text(out.get("text")).splitlines()
-        elif out.get("output_type") in ("execute_result", "display_data"):
-            lines += _text(out.get("data", {}).get("text/plain")).splitlines()
-    return lines
-
-
-def parse_lines(lines: list[str], card: dict[str, str]) -> list[Row]:
-    """The measured verdicts in one cell's output lines (verdict lines and table rows)."""
-    rows: list[Row] = []
-    in_table = False
-    default_where = f"{card.get('device', '?')}, {card.get('threads', '?')} threads"
-    for i, line in enumerate(lines):
-        line = line.rstrip()
-        m = VERDICT_LINE_RE.match(line)
-        if m:
-            in_table = False
-            row = Row(
-                label=m["label"],
-                verdict=m["verdict"],
-                ratio=float(m["ratio"]),
-                lo=float(m["lo"]),
-                hi=float(m["hi"]),
-                where=f"{m['device']}, {m['threads']} threads",
-            )
-            d = DETAILS_RE.match(lines[i + 1]) if i + 1 < len(lines) else None
-            if d:
-                row.baseline, row.trick = d["baseline"], d["trick"]
-                row.rounds = d["rounds"] + (f" x {d['calls']}" if d["calls"] else "")
-            rows.append(row)
-            continue
-        if TABLE_HEAD_RE.match(line):
-            in_table = True
-            continue
-        t = TABLE_ROW_RE.match(line) if in_table else None
-        if t:
-            rows.append(
-                Row(
-                    label=t["label"],
-                    verdict=t["verdict"],
-                    ratio=float(t["ratio"]),
-                    lo=float(t["lo"]),
-                    hi=float(t["hi"]),
-                    baseline=t["baseline"],
-                    trick=t["trick"],
-                    rounds=t["rounds"] or "",
-                    where=default_where,
-                )
-            )
-        else:
-            in_table = False
-    return rows
-
-
-def read_chapter(path: Path) -> Chapter:
-    """Read a notebook's title, environment card and measured verdicts.
-
-    Raises:
-        ValueError: if the file is not a notebook or has no ``# `` title.
-    """
-    try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        cells = nb["cells"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path.name}: not a readable notebook ({exc})") from exc
-    title = None
-    for cell in cells:
-        if cell.get("cell_type") == "markdown":
-            m = re.search(r"^# (.+)$", _text(cell.get("source")), flags=re.M)
-            if m:
-                title = m.group(1).strip()
-                break
-    if title is None:
-        raise ValueError(f"{path.name}: no '# Title' heading in any markdown cell")
-    chapter = Chapter(notebook=path.stem, title=title)
-    seen: set[tuple] = set()
-    for cell in cells:
-        if cell.get("cell_type") != "code":
-            continue
-        lines = _output_lines(cell)
-        if not chapter.card and "environment" in lines:
-            for line in lines[lines.index("environment") + 1 :]:
-                m = CARD_RE.match(line)
-                if m:
-                    chapter.card[m["key"]] = m["value"]
-                elif not line.startswith("  "):
-                    break
-        for row in parse_lines(lines, chapter.card):
-            if row.key() not in seen:
-                seen.add(row.key())
-                chapter.rows.append(row)
-    return chapter
-
-
-def row_of(rec: dict) -> Row:
-    """A page row from one record (``tricks_helpers.bench.records``)."""
-    calls = rec["calls_per_round"]
-    return Row(
-        label=rec["label"],
-        verdict=rec["verdict"],
-        ratio=float(fmt_ratio(rec["ratio"])),
-        lo=float(fmt_ratio(rec["lo"])),
-        hi=float(fmt_ratio(rec["hi"])),
-        baseline=fmt_time(rec["baseline_s"]),
-        trick=fmt_time(rec["trick_s"]),
-        rounds=f"{rec['rounds']}" + (f" x {calls}" if calls > 1 else ""),
-        where=f"{rec['device']}, {rec['threads']} threads",
-        why=rec["why"],
-    )
-
-
-def machine_files(root: Path) -> list[dict]:
-    """Every results file under ``root/results``, the reference (source "book") first."""
-    files = [machine_records.read_results(p) for p in sorted((root / "results").glob("*.json"))]
-    return sorted(files, key=lambda d: d["source"] != "book")
-
-
-def apply_records(chapters: list[Chapter], reference: dict) -> None:
-    """Replace each chapter's rows by the reference file's records (kept once each).
-
-    A comparison recorded twice (its verdict line, then a ``bench.table`` row) is kept as
-    first recorded, with the second record's ``why`` where the first has none.
-    """
-    for ch in chapters:
-        seen: dict[tuple, Row] = {}
-        ch.rows = []
-        for rec in reference["records"]:
-            key = (rec["baseline_s"], rec["trick_s"], rec["lo"], rec["hi"])
-            if rec["chapter"] != ch.notebook:
-                continue
-            if key not in seen:
-                seen[key] = row_of(rec)
-                ch.rows.append(seen[key])
-            elif rec["why"] and not seen[key].why:  # a table row naming the shown one's why
-                seen[key].why = rec["why"]
-
-
-def _machine_cell(m: dict) -> str:
-    isa = ", ".join(m["isa"]) or "no AVX2"
-    cap = "; capped " + ", ".join(f"{k}={v}" for k, v in m["capped"].items()) if m["capped"] else ""
-    return f"{m['cpu']} ({isa}{cap}; {m['threads']} threads; GPU: {m['gpu']}; torch {m['torch']})"
-
-
-def render_machines(files: list[dict]) -> list[str]:
-    """The side-by-side section: machine facts, each comparison's verdict per machine, differs."""
-    keyed = [machine_records.record_keys(f["records"]) for f in files]
-    names = [f["machine"]["id"] + (" (book)" if f["source"] == "book" else "") for f in files]
-    out = ["## Across machines", "", "| | " + " | ".join(names) + " |"]
-    out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
-    out[-1] += " | ".join(_cell(_machine_cell(f["machine"])) for f in files) + " |"
-    differs = []
-    keys = list(dict.fromkeys(k for ks in keyed for k in ks))
-    for key in keys:
-        cells = []
-        for ks in keyed:
-            r = ks.get(key)
-            cells.append(f"{r['verdict']} {fmt_ratio(r['ratio'])}x" if r else "-")
-        out.append(f"| {_cell(key[0] + ': ' + key[1])} | " + " | ".join(cells) + " |")
-        verdicts = {ks[key]["verdict"] for ks in keyed if key in ks}
-        if len(verdicts) > 1:
-            pairs = "; ".join(f"{n} {c}" for n, c in zip(names, cells))
-            differs.append(f"- {key[0]}: {key[1]}: {pairs}")
-    out += ["", "### Differs between machines", ""]
-    out += differs or ["No comparison's verdict differs between the recorded machines."]
-    return out + [""]
 
 
 def chart_data(chapters: list[Chapter]) -> list[dict]:
@@ -348,10 +113,6 @@ def render_chart(chapters: list[Chapter], path: Path) -> None:
             },
         )
         plt.close(fig)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _card_line(ch: Chapter) -> str:
@@ -431,10 +192,10 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
                 r.verdict,
                 r.where,
             ) + ((r.why or "",) if with_why else ())
-            out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            out.append("| " + " | ".join(cell_text(c) for c in cells) + " |")
         out.append("")
     if machines and len(machines) > 1:
-        out += render_machines(machines)
+        out += render_machines(machines, _titles(chapters))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -446,9 +207,13 @@ def chart_digest(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def _titles(chapters: list[Chapter]) -> dict[str, str]:
+    return {ch.notebook: _plain_title(ch.title) for ch in chapters}
+
+
 def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> list[str]:
-    """Why the committed page or chart do not match the stored outputs (empty: up to date)."""
-    problems = []
+    """Why the committed page or charts do not match the stored outputs (empty: up to date)."""
+    problems = stale_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
     if (page.read_text(encoding="utf-8") if page.exists() else "") != render(chapters, machines):
         problems.append(f"{PAGE_NAME} differs from the stored outputs")
@@ -462,7 +227,8 @@ def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = Non
 
 
 def write(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> None:
-    """Write the page and (re)draw the chart, atomically."""
+    """Write the page and (re)draw the charts, atomically."""
+    write_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
     tmp = page.with_suffix(".md.tmp")
     tmp.write_text(render(chapters, machines), encoding="utf-8")

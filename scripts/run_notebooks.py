@@ -15,8 +15,9 @@ with its status, time, and the first failing cell with its error.
 Every comparison a chapter shows is also recorded (``TRICKS_RECORDS``, see
 ``tricks_helpers.bench.records``): when notebooks are executed in place, their records
 replace those chapters' records in ``results/<machine-id>.json`` beside ``book/`` (source
-``"book"``: the reference run the results page and ``make survey-compare`` read). Cell
-outputs are the same either way.
+``"book"``: the reference run the results page and ``make survey-compare`` read), with this
+machine's limits (``tricks_helpers.limits.measure_limits``, about 2.5 s, measured once before
+the first notebook). Cell outputs are the same either way.
 """
 
 from __future__ import annotations
@@ -25,17 +26,23 @@ import argparse
 import platform
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from find_notebooks import notebooks_from_args
 from tricks_helpers.bench import read_records
-from tricks_helpers.machine_records import machine_facts, merge_results, read_results, write_results
+from tricks_helpers.limits import measure_limits
+from tricks_helpers.machine_records import (
+    limits_record,
+    machine_facts,
+    merge_results,
+    read_results,
+    results_path,
+    write_results,
+)
+from tricks_helpers.notebook_run import execute_notebook
 from tricks_helpers.survey import records_env
 
 
@@ -57,52 +64,20 @@ class Outcome:
         return f"{text}  {self.error}" if self.error else text
 
 
-def first_error(nb: nbformat.NotebookNode) -> str:
-    """``cell N: Name: first line`` for the first code cell holding an error output."""
-    code_index = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        code_index += 1
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                message = (out.get("evalue") or "").strip().splitlines()
-                first = message[0][:160] if message else ""
-                return f"code cell {code_index}: {out.get('ename')}: {first}"
-    return ""
-
-
 def execute(
     path: Path, *, write: bool = True, timeout: int = 600, env: dict | None = None
 ) -> Outcome:
     """Execute ``path`` top to bottom; write it back only if ``write`` and every cell ran.
 
-    ``env``: the kernel's environment (default: this process's).
+    ``env``: the kernel's environment (default: this process's). The executor is
+    ``tricks_helpers.notebook_run.execute_notebook``, the survey's too.
     """
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    start = time.perf_counter()
-    try:
-        client.execute(**({"env": env} if env is not None else {}))
-    except CellTimeoutError as exc:
-        return Outcome(
-            path.name,
-            time.perf_counter() - start,
-            f"timeout after {timeout} s per cell: {str(exc).splitlines()[0]}",
-        )
-    except CellExecutionError:
-        return Outcome(path.name, time.perf_counter() - start, first_error(nb) or "a cell failed")
-    elapsed = time.perf_counter() - start
-    if write:
+    done = execute_notebook(path, timeout=timeout, env=env)
+    if write and done.ok:
         tmp = path.with_suffix(".ipynb.tmp")
-        nbformat.write(nb, tmp)
+        nbformat.write(done.nb, tmp)
         tmp.replace(path)
-    return Outcome(path.name, elapsed)
+    return Outcome(path.name, done.seconds, done.error)
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -120,12 +95,17 @@ def summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def write_book_records(chapters: dict, records: list, folder: Path) -> Path:
-    """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book")."""
+def write_book_records(
+    chapters: dict, records: list, folder: Path, limits: dict | None = None
+) -> Path:
+    """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book").
+
+    ``limits``: a ``machine_records.limits_record`` replacing the file's (None: kept).
+    """
     machine = machine_facts()
-    target = folder / f"{machine['id']}.json"
+    target = results_path(folder, machine["id"], "book")
     old = read_results(target) if target.exists() else None
-    return write_results(merge_results(old, machine, chapters, records, "book"), folder)
+    return write_results(merge_results(old, machine, chapters, records, "book", limits), folder)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     done: dict[Path, tuple[dict, list]] = {}  # results folder -> chapters, records
     tmp = tempfile.TemporaryDirectory(prefix="records-")
+    limits = None if args.no_write else limits_record(measure_limits())
     for path in paths:
         print(f"executing {path.name} ...", flush=True)
         records_file = Path(tmp.name) / f"{path.stem}.jsonl"
@@ -170,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             break
     print(summary(outcomes), flush=True)
     for folder, (chapters, records) in done.items() if not args.no_write else ():
-        print(f"records: {write_book_records(chapters, records, folder)}", flush=True)
+        print(f"records: {write_book_records(chapters, records, folder, limits)}", flush=True)
     tmp.cleanup()
     return 0 if all(o.ok for o in outcomes) and len(outcomes) == len(paths) else 1
 

@@ -290,3 +290,38 @@ def test_page_renders_everything(name, server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{Path(name).name}.png"), full_page=True)
     page.close()
+
+
+def test_results_page_shows_every_machine_side_by_side(server, browser):
+    """Issue 22: one column per recorded machine, the differs view and a chart per chapter."""
+    from results_machines import column_names, expected_charts, machine_files
+    from tricks_helpers.machine_records import record_keys
+
+    files = machine_files(ROOT)
+    if len(files) < 2:
+        pytest.skip(f"{len(files)} results file(s) in results/: no side-by-side section to check")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    response = page.goto(urljoin(server, "book/results.html"), wait_until="load")
+    assert response is not None and response.status == 200
+    section = page.locator("section#across-machines")
+    assert section.count() == 1, "no 'Across machines' section on the results page"
+    header = [t.strip() for t in section.locator("table").first.locator("th").all_inner_texts()]
+    for name in column_names(files):
+        assert name in header, f"column {name!r} missing; header {header}"
+    keyed = [record_keys(f["records"]) for f in files]
+    differs = [
+        f"{key[0]}: {key[1]}:"
+        for key in dict.fromkeys(k for ks in keyed for k in ks)
+        if len({ks[key]["verdict"] for ks in keyed if key in ks}) > 1
+    ]
+    items = section.locator("section#differs-between-machines li").all_inner_texts()
+    assert len(items) == len(differs), f"{len(items)} differs items, records say {len(differs)}"
+    for want, got in zip(differs, items):
+        assert got.startswith(want) and all(n in got for n in column_names(files)), got
+    charts = section.locator("section#by-chapter figure img")
+    assert charts.count() == len(expected_charts(files, {})), "a chart per chapter"
+    broken = charts.evaluate_all(
+        "els => els.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => e.src)"
+    )
+    assert broken == [], "a machines chart did not load"
+    page.close()

@@ -105,3 +105,78 @@ def test_compare_verdicts_line_by_line():
     assert "DIFFERS  01_x: flips: reference FASTER 2.00x, here NO CLEAR DIFFERENCE 1.00x" in text
     assert "missing  02_y: gone (chapter failed)" in text
     assert text.endswith("1 of 3 reference verdicts agree")
+
+
+def test_results_path_names_a_survey_apart_from_the_book(tmp_path):
+    assert machine_records.results_path(tmp_path, "m-2t", "book") == tmp_path / "m-2t.json"
+    assert machine_records.results_path(tmp_path, "m-2t", "survey") == tmp_path / "m-2t-survey.json"
+    with pytest.raises(ValueError, match="source must be one of"):
+        machine_records.results_path(tmp_path, "m-2t", "mine")
+    with pytest.raises(TypeError, match="machine_id"):
+        machine_records.results_path(tmp_path, 3, "book")
+
+
+def test_write_results_keeps_a_book_file_and_a_survey_file_of_one_machine(tmp_path):
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    book = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec("b")], "book")
+    mine = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec("s")], "survey")
+    p_book = machine_records.write_results(book, tmp_path)
+    p_mine = machine_records.write_results(mine, tmp_path)
+    assert p_book != p_mine
+    assert machine_records.read_results(p_book)["records"][0]["label"] == "b"
+    assert machine_records.read_results(p_mine)["records"][0]["label"] == "s"
+
+
+LIMITS = {
+    "threads": 2,
+    "cache_bytes": 2**25,
+    "bandwidth": 9e9,
+    "matmul": {"float32": 5e10, "bfloat16": 2e10},
+    "skipped": {"int8": "no _int_mm"},
+}
+
+
+def test_limits_record_keeps_what_a_results_file_stores():
+    from tricks_helpers.limits import Limits
+
+    lim = Limits(2, 2**25, "sysfs L3", 2**27, 9e9, {"float32": 5e10}, {"float32": 512}, {})
+    assert machine_records.limits_record(lim) == {
+        "threads": 2,
+        "cache_bytes": 2**25,
+        "bandwidth": 9e9,
+        "matmul": {"float32": 5e10},
+        "skipped": {},
+    }
+
+
+def test_merge_stores_new_limits_and_keeps_old_ones(tmp_path):
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    first = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec()], "book", LIMITS)
+    assert first["limits"] == LIMITS
+    kept = machine_records.merge_results(first, facts(), {"01_x": ok}, [rec()], "book")
+    assert kept["limits"] == LIMITS
+    new = {**LIMITS, "bandwidth": 1e10}
+    assert machine_records.merge_results(first, facts(), {}, [], "book", new)["limits"] == new
+    none = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec()], "book")
+    assert "limits" not in none  # optional: files written before limits stay valid
+    path = machine_records.write_results(first, tmp_path)
+    assert machine_records.read_results(path)["limits"] == LIMITS
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"threads": 0}, ValueError, "threads must be"),
+        ({"bandwidth": "fast"}, TypeError, "bandwidth must be a number"),
+        ({"bandwidth": 0.0}, ValueError, "bandwidth must be >"),
+        ({"matmul": {"float32": -1.0}}, ValueError, "matmul\\['float32'\\]"),
+        ({"skipped": {"int8": 3}}, TypeError, "skipped"),
+        ({"peak": 1}, ValueError, "unknown \\['peak'\\]"),
+    ],
+)
+def test_validate_results_refuses_bad_limits(change, error, match):
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    data = machine_records.merge_results(None, facts(), {"01_x": ok}, [rec()], "book", LIMITS)
+    data["limits"] = {**LIMITS, **change}
+    with pytest.raises(error, match=match):
+        machine_records.validate_results(data)

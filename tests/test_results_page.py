@@ -192,7 +192,16 @@ def test_chart_group_titles_are_the_part_before_the_colon():
     assert results_page._plain_title("10 · The **small** tricks") == "10 · The small tricks"
 
 
-def _results(root, source, threads, verdict_times):
+LIMITS = {
+    "threads": 2,
+    "cache_bytes": 2**25,
+    "bandwidth": 9.5e9,
+    "matmul": {"float32": 5.25e10, "int8": 1e11},
+    "skipped": {"float16": "no kernel"},
+}
+
+
+def _results(root, source, threads, verdict_times, limits=None):
     from tricks_helpers import machine_records
 
     b, t = verdict_times
@@ -202,7 +211,7 @@ def _results(root, source, threads, verdict_times):
     )
     ok = {"status": "ok", "error": "", "seconds": 1.0}
     data = machine_records.merge_results(
-        None, facts, {"01_x": ok}, [c.record(chapter="01_x")], source
+        None, facts, {"01_x": ok}, [c.record(chapter="01_x")], source, limits
     )
     return machine_records.write_results(data, root / "results")
 
@@ -217,12 +226,19 @@ def test_page_from_records_has_why_and_machines_side_by_side(tmp_book):
         in (page)
     )
     assert "Across machines" not in page  # one machine: no side-by-side section
-    _results(root, "survey", 4, (1e-3, 1e-3))
+    _results(root, "survey", 4, (1e-3, 1e-3), LIMITS)
     assert results_page.main(["--check"], root=root) == 1  # a new machine makes the page stale
     assert results_page.main([], root=root) == 0
     page = (root / "book" / "results.md").read_text()
     assert "| 01_x: fusion | FASTER 2.00x | NO CLEAR DIFFERENCE 1.00x |" in page
     assert "- 01_x: fusion: test-avx2-only-2t (book) FASTER 2.00x; test-avx2-only-4t" in page
+    assert "); limits not measured |" in page  # the book's file has none
+    assert (
+        "limits on 2 threads: copy ~9.5 GB/s; matmul float32 ~52.5 GFLOP/s, int8 ~100 GOP/s, "
+        "float16 not measured |"
+    ) in page
+    assert "```{figure} results_machines_01_x.svg" in page  # a chart per chapter
+    assert (root / "book" / "results_machines_01_x.svg").is_file()
     assert results_page.main(["--check"], root=root) == 0
 
 

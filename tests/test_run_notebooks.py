@@ -6,22 +6,7 @@ import nbformat
 import pytest
 
 import run_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
-
-
-def test_first_error_names_the_code_cell_and_error():
-    nb = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell("# T"),
-            nbformat.v4.new_code_cell("1"),
-            nbformat.v4.new_code_cell("boom"),
-        ]
-    )
-    nb.cells[2].outputs = [
-        nbformat.v4.new_output(
-            "error", ename="NameError", evalue="name 'boom' is not defined", traceback=[]
-        )
-    ]
-    assert run_notebooks.first_error(nb) == "code cell 2: NameError: name 'boom' is not defined"
+from tricks_helpers import machine_records
 
 
 def test_outcome_lines_and_summary():
@@ -64,6 +49,9 @@ def test_in_place_writes_outputs_and_stops_at_a_failure(tmp_book, capsys):
     bad, ok = root / "book" / "01_bad.ipynb", root / "book" / "02_ok.ipynb"
     assert run_notebooks.main([str(ok)]) == 0
     assert nbformat.read(ok, as_version=4).cells[1].outputs[0]["text"] == "hi\n"
+    (results,) = (root / "results").glob("*.json")  # the book's records, with the limits
+    data = machine_records.read_results(results)
+    assert data["source"] == "book" and data["limits"]["bandwidth"] > 0
     capsys.readouterr()
     before = bad.read_bytes()
     assert run_notebooks.main([str(bad), str(ok)]) == 1

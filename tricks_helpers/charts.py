@@ -30,7 +30,14 @@ from tricks_helpers.bench.verdicts import (
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["SpeedupRow", "speedup_rows", "speedup_chart", "VERDICT_STYLE", "roofline_chart"]
+__all__ = [
+    "SpeedupRow",
+    "speedup_rows",
+    "speedup_chart",
+    "VERDICT_STYLE",
+    "roofline_chart",
+    "fit_inside",
+]
 
 #: verdict -> (colour, marker): distinguishable without colour too.
 VERDICT_STYLE = {
@@ -231,11 +238,11 @@ def speedup_chart(
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.tight_layout()
     for text in group_texts:
-        _fit_inside(text, ax)
+        fit_inside(text, ax)
     return fig
 
 
-def _fit_inside(text: Any, ax: Any) -> None:
+def fit_inside(text: Any, ax: Any) -> None:
     """Shorten a left-aligned text artist with "…" until it ends inside the axes."""
     renderer = ax.figure.canvas.get_renderer()
     right = ax.get_window_extent(renderer).x1

@@ -1,10 +1,16 @@
 """One results file per machine: its facts and the records of its comparisons (issue 22).
 
-``results/<machine-id>.json`` holds ``{"schema", "source", "machine", "chapters", "records"}``:
+``results/<machine-id>.json`` (source ``"book"``) and ``results/<machine-id>-survey.json``
+(source ``"survey"``) hold ``{"schema", "source", "machine", "chapters", "records"}``:
 ``source`` is ``"book"`` for the run that made the stored notebooks (``make execute``) and
-``"survey"`` for :mod:`tricks_helpers.survey`; ``machine`` is :func:`machine_facts`;
+``"survey"`` for :mod:`tricks_helpers.survey`; the file's name follows from its source
+(:func:`results_path`), so a survey never replaces the book's reference records, even on the
+machine that made them; ``machine`` is :func:`machine_facts`;
 ``chapters`` maps a notebook's stem to ``{"status": "ok"|"failed", "error", "seconds"}``;
-``records`` are :mod:`tricks_helpers.bench.records` records. :func:`validate_results` checks a
+``records`` are :mod:`tricks_helpers.bench.records` records; the optional ``limits`` are the
+machine's measured limits (:func:`limits_record` of :func:`tricks_helpers.limits.measure_limits`:
+threads, last-level cache bytes, copy bandwidth in bytes/s, matmul operations/s per dtype,
+dtypes skipped with why). :func:`validate_results` checks a
 file, :func:`merge_results` replaces the chapters just run and keeps the others,
 :func:`compare_verdicts` says line by line where two machines' verdicts agree.
 """
@@ -18,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tricks_helpers._checks import check_type
+from tricks_helpers._checks import check_int, check_number, check_type
 from tricks_helpers.bench import SCHEMA_VERSION, validate_record
 
 __all__ = [
@@ -26,8 +32,11 @@ __all__ = [
     "CAP_VARS",
     "machine_facts",
     "machine_id",
+    "limits_record",
+    "validate_limits",
     "validate_results",
     "merge_results",
+    "results_path",
     "write_results",
     "read_results",
     "record_keys",
@@ -111,13 +120,62 @@ def machine_id(facts: Mapping[str, Any]) -> str:
     return "-".join(parts)
 
 
+def limits_record(limits: Any) -> dict[str, Any]:
+    """The part of a :class:`tricks_helpers.limits.Limits` a results file stores, validated.
+
+    Returns:
+        ``{"threads", "cache_bytes", "bandwidth", "matmul", "skipped"}``: bandwidth in
+        bytes/s, ``matmul`` dtype name -> operations/s, ``skipped`` dtype name -> why.
+    """
+    return validate_limits(
+        {
+            "threads": limits.threads,
+            "cache_bytes": limits.cache_bytes,
+            "bandwidth": float(limits.bandwidth),
+            "matmul": {k: float(v) for k, v in limits.matmul.items()},
+            "skipped": dict(limits.skipped),
+        }
+    )
+
+
+def validate_limits(data: Any, name: str = "limits") -> dict[str, Any]:
+    """Check a results file's ``limits`` object and return it.
+
+    Raises:
+        TypeError: when it or a value has the wrong type.
+        ValueError: on missing or unknown keys, or a count or rate that is not positive.
+    """
+    check_type("validate_limits", name, data, dict)
+    keys = {"threads", "cache_bytes", "bandwidth", "matmul", "skipped"}
+    if set(data) != keys:
+        raise ValueError(
+            f"{name}: keys must be {sorted(keys)}; missing {sorted(keys - set(data))}, "
+            f"unknown {sorted(set(data) - keys)}"
+        )
+    check_int("validate_limits", f"{name}.threads", data["threads"], minimum=1)
+    check_int("validate_limits", f"{name}.cache_bytes", data["cache_bytes"], minimum=1)
+    check_number(
+        "validate_limits", f"{name}.bandwidth", data["bandwidth"], minimum=0, strict_minimum=True
+    )
+    check_type("validate_limits", f"{name}.matmul", data["matmul"], dict)
+    for dtype, rate in data["matmul"].items():
+        check_number(
+            "validate_limits", f"{name}.matmul[{dtype!r}]", rate, minimum=0, strict_minimum=True
+        )
+    check_type("validate_limits", f"{name}.skipped", data["skipped"], dict)
+    for dtype, why in data["skipped"].items():
+        check_type("validate_limits", f"{name}.skipped[{dtype!r}]", why, str)
+    return data
+
+
 def validate_results(data: Any, name: str = "results") -> dict[str, Any]:
     """Check a results file's content (every record included) and return it.
 
     Raises:
         TypeError: when it or a part of it has the wrong type.
-        ValueError: on another schema, an unknown source or status, missing machine facts, or a
-            record of a chapter the file does not list (with the record's index).
+        ValueError: on another schema, an unknown source or status, missing machine facts, a
+            record of a chapter the file does not list (with the record's index), or bad
+            ``limits`` (optional; see :func:`validate_limits`).
     """
     check_type("validate_results", name, data, dict)
     if data.get("schema") != SCHEMA_VERSION:
@@ -135,6 +193,8 @@ def validate_results(data: Any, name: str = "results") -> dict[str, Any]:
         check_type("validate_results", f"{name}.chapters[{stem!r}]", info, dict)
         if info.get("status") not in _STATUSES:
             raise ValueError(f"{name}: chapter {stem!r} has status {info.get('status')!r}")
+    if "limits" in data:
+        validate_limits(data["limits"], f"{name}.limits")
     records = data.get("records")
     check_type("validate_results", f"{name}.records", records, list)
     for i, rec in enumerate(records):
@@ -153,8 +213,12 @@ def merge_results(
     chapters: Mapping[str, Mapping[str, Any]],
     records: list[dict[str, Any]],
     source: str,
+    limits: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``old`` with the chapters in ``chapters`` replaced (their records too), validated."""
+    """``old`` with the chapters in ``chapters`` replaced (their records too), validated.
+
+    ``limits`` (a :func:`limits_record`) replaces ``old``'s; without it, ``old``'s are kept.
+    """
     kept_chapters = {k: v for k, v in (old or {}).get("chapters", {}).items() if k not in chapters}
     kept = [r for r in (old or {}).get("records", []) if r["chapter"] not in chapters]
     merged = {
@@ -164,6 +228,9 @@ def merge_results(
         "chapters": dict(sorted({**kept_chapters, **chapters}.items())),
         "records": sorted(kept + list(records), key=lambda r: r["chapter"]),
     }
+    limits = (old or {}).get("limits") if limits is None else limits
+    if limits is not None:
+        merged["limits"] = dict(limits)
     return validate_results(merged)
 
 
@@ -181,12 +248,32 @@ def read_results(path: str | Path) -> dict[str, Any]:
     return validate_results(data, path.name)
 
 
+def results_path(folder: str | Path, machine_id: str, source: str) -> Path:
+    """Where a machine's results file of ``source`` lives in ``folder``.
+
+    Returns:
+        ``folder/<machine_id>.json`` for ``"book"``, ``folder/<machine_id>-survey.json`` for
+        ``"survey"``: the two never share a name.
+
+    Raises:
+        TypeError: when ``machine_id`` is not a string; ValueError: on an unknown ``source``.
+    """
+    check_type("results_path", "machine_id", machine_id, str)
+    if source not in _SOURCES:
+        raise ValueError(f"results_path: source must be one of {_SOURCES}, got {source!r}")
+    return Path(folder) / (
+        f"{machine_id}.json" if source == "book" else f"{machine_id}-{source}.json"
+    )
+
+
 def write_results(data: Mapping[str, Any], folder: str | Path) -> Path:
-    """Validate ``data`` and write it to ``folder/<machine id>.json`` (temporary name, rename)."""
+    """Validate ``data`` and write it to :func:`results_path` (temporary name, then rename).
+
+    A survey's file and the book's are named apart, so neither can replace the other.
+    """
     data = validate_results(dict(data))
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{data['machine']['id']}.json"
+    path = results_path(folder, data["machine"]["id"], data["source"])
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(path)

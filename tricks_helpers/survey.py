@@ -1,16 +1,20 @@
 """Run the book's chapters on this machine and record every comparison (issue 22).
 
-    python -m tricks_helpers.survey [NOTEBOOK ...]        run, write results/<machine-id>.json
+    python -m tricks_helpers.survey [NOTEBOOK ...]        run, write results/<id>-survey.json
     python -m tricks_helpers.survey --compare [REF.json]  this machine's verdicts vs the book's
 
-The chapters' own code runs, not a copy of it: each notebook is executed in memory with
-nbclient, in its own folder (the notebook is never written back), with
+The chapters' own code runs, not a copy of it: each notebook is executed in memory
+(:func:`tricks_helpers.notebook_run.execute_notebook`, the executor ``make execute`` uses too),
+in its own folder (the notebook is never written back), with
 ``TRICKS_RECORDS`` set so that every shown comparison appends its record
 (:mod:`tricks_helpers.bench.records`). A chapter that fails is recorded as failed with its
 error, and the survey goes on. Progress is a tqdm bar where tqdm is installed, else a line per
 chapter. The results file is :mod:`tricks_helpers.machine_records`'s; ``--compare`` reads the
 reference (the file whose ``source`` is ``"book"``) and prints, line by line, where this
-machine's verdicts agree with it. Needs ``nbformat`` and ``nbclient`` (the book's environment).
+machine's survey verdicts agree with it. A survey's file is ``results/<machine-id>-survey.json``
+(:func:`tricks_helpers.machine_records.results_path`): on the machine that made the book's run,
+the survey sits beside the reference records and never replaces them.
+Needs ``nbformat`` and ``nbclient`` (the book's environment).
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,11 +30,14 @@ from typing import Any
 from tricks_helpers.bench import CHAPTER_ENV, RECORDS_ENV, read_records
 from tricks_helpers.machine_records import (
     compare_verdicts,
+    limits_record,
     machine_facts,
     merge_results,
     read_results,
+    results_path,
     write_results,
 )
+from tricks_helpers.notebook_run import execute_notebook
 
 __all__ = ["records_env", "run_chapter", "survey", "reference_file", "main"]
 
@@ -43,15 +49,6 @@ def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None
         RECORDS_ENV: str(records_file),
         CHAPTER_ENV: chapter,
     }
-
-
-def _first_error(nb: Any) -> str:
-    for index, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                first = (out.get("evalue") or "").strip().splitlines()[:1]
-                return f"code cell {index + 1}: {out.get('ename')}: {''.join(first)[:160]}"
-    return "a cell failed"
 
 
 def run_chapter(
@@ -66,34 +63,16 @@ def run_chapter(
     Raises:
         FileNotFoundError: when ``path`` does not exist.
     """
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"run_chapter: no notebook {path}")
-    nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="survey-") as tmp:
         records_file = Path(tmp) / f"{path.stem}.jsonl"
-        client = NotebookClient(
-            nb,
-            timeout=timeout,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(path.parent)}},
+        done = execute_notebook(
+            path, timeout=timeout, env=records_env(records_file, path.stem, environ)
         )
-        start = time.perf_counter()
-        error = ""
-        try:
-            client.execute(env=records_env(records_file, path.stem, environ))
-        except CellTimeoutError as exc:
-            error = f"timeout after {timeout} s per cell: {str(exc).splitlines()[0]}"
-        except CellExecutionError:
-            error = _first_error(nb)
-        except Exception as exc:  # a kernel that dies or cannot start: record it, go on
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        seconds = round(time.perf_counter() - start, 1)
         records = read_records(records_file) if records_file.exists() else []
+    error, seconds = done.error, round(done.seconds, 1)
     status = {"status": "failed" if error else "ok", "error": error, "seconds": seconds}
     return status, records
 
@@ -119,17 +98,21 @@ def survey(
     source: str = "survey",
     timeout: int = 600,
     run: Callable[..., tuple[dict, list]] = run_chapter,
+    measure: Callable[[], Any] | None = None,
 ) -> Path:
-    """Run ``paths`` one after another and write (merge into) this machine's results file.
+    """Measure this machine's limits, run ``paths`` one after another, write its results file.
+
+    The limits (``measure()``, default :func:`tricks_helpers.limits.measure_limits`, about
+    2.5 s) are measured once, before any chapter, and stored as the file's ``limits``.
 
     Returns:
-        The path written: ``results_dir/<machine id>.json``.
+        The path written: :func:`~tricks_helpers.machine_records.results_path` for ``source``
+        (``results_dir/<machine id>-survey.json`` for a survey; the book's file is left alone).
     """
     machine = machine_facts()
-    target = Path(results_dir) / f"{machine['id']}.json"
+    target = results_path(results_dir, machine["id"], source)
     old = read_results(target) if target.exists() else None
-    if old is not None and old["source"] != source:
-        old = None  # never mix a survey into the book's reference run, nor the reverse
+    limits = limits_record((measure or _measure_limits)())
     chapters, records = {}, []
     for path in _progress(list(paths)):
         status, recs = run(path, timeout=timeout)
@@ -137,7 +120,14 @@ def survey(
         records += recs
         if status["status"] == "failed":
             print(f"  {Path(path).stem} FAILED: {status['error']}", flush=True)
-    return write_results(merge_results(old, machine, chapters, records, source), results_dir)
+    merged = merge_results(old, machine, chapters, records, source, limits)
+    return write_results(merged, results_dir)
+
+
+def _measure_limits() -> Any:
+    from tricks_helpers.limits import measure_limits
+
+    return measure_limits()
 
 
 def reference_file(results_dir: Path) -> Path:
@@ -174,7 +164,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     if args.compare is not None:
         try:
             ref = Path(args.compare) if args.compare else reference_file(results_dir)
-            mine_path = results_dir / f"{machine_facts()['id']}.json"
+            mine_path = results_path(results_dir, machine_facts()["id"], "survey")
             text, bad = compare_verdicts(read_results(mine_path), read_results(ref))
         except (FileNotFoundError, ValueError) as exc:
             print(f"survey: {exc}; run `make survey` first", file=sys.stderr)

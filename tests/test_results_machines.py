@@ -1,0 +1,92 @@
+"""Tests of scripts/results_machines.py: the across-machines section and its charts."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+import results_machines  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from tricks_helpers import bench, machine_records
+
+
+def results(source, threads, times, label="fusion", chapter="01_x", limits=None):
+    records = []
+    for b, t in times:
+        c = bench.comparison_from_times(label, [b] * 6, [t] * 6, threads=1, show=False)
+        records.append(c.record(chapter=chapter))
+    facts = machine_records.machine_facts(
+        cpu="Test CPU", flags=frozenset({"avx2"}), environ={}, threads=threads, gpu="none"
+    )
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    return machine_records.merge_results(None, facts, {chapter: ok}, records, source, limits)
+
+
+def test_chapter_points_one_row_per_comparison_one_point_per_machine():
+    book = results("book", 2, [(2e-3, 1e-3), (1e-3, 1e-3)])
+    mine = results("survey", 4, [(1e-3, 1e-3)])
+    points = results_machines.chapter_points([book, mine])
+    assert list(points) == ["01_x"]
+    assert points["01_x"] == {
+        "fusion": {
+            "test-avx2-only-2t (book)": [2.0, 2.0, 2.0, "FASTER"],
+            "test-avx2-only-4t": [1.0, 1.0, 1.0, "NO CLEAR DIFFERENCE"],
+        },
+        "fusion (2)": {"test-avx2-only-2t (book)": [1.0, 1.0, 1.0, "NO CLEAR DIFFERENCE"]},
+    }
+
+
+def test_chart_title_and_legend_stay_inside_the_figure():
+    long = "01 · A chapter title long enough to run past the axes of a narrow chart " * 2
+    names = ["machine-a (book)", "machine-b"]
+    points = {"fusion": {names[0]: [2.0, 1.8, 2.2, "FASTER"], names[1]: [1.0, 0.9, 1.1, "X"]}}
+    fig = results_machines.machines_chart(long, points, names)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    (heading,) = [t for t in ax.texts if t.get_text().startswith("01 ·")]
+    assert heading.get_text().endswith("…"), "a title too long is shortened"
+    assert heading.get_window_extent(renderer).x1 <= ax.get_window_extent(renderer).x1 + 0.5
+    assert len(ax.containers) == 2, "one marker (error bar) per machine"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == names
+    plt.close(fig)
+
+
+def test_charts_written_checked_and_left_overs_removed(tmp_path):
+    files = [results("book", 2, [(2e-3, 1e-3)]), results("survey", 4, [(1e-3, 1e-3)])]
+    titles = {"01_x": "01 · X"}
+    assert results_machines.stale_charts(files, titles, tmp_path) == [
+        "results_machines_01_x.svg is missing or plots other data"
+    ]
+    (tmp_path / "results_machines_09_gone.svg").write_text("<svg/>")
+    results_machines.write_charts(files, titles, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results_machines_01_x.svg"]
+    assert results_machines.stale_charts(files, titles, tmp_path) == []
+    files[1] = results("survey", 4, [(3e-3, 1e-3)])  # a changed measurement
+    assert results_machines.stale_charts(files, titles, tmp_path) == [
+        "results_machines_01_x.svg is missing or plots other data"
+    ]
+    assert results_machines.stale_charts(files[:1], titles, tmp_path) == [
+        "results_machines_01_x.svg is left over"  # one machine: no across-machines charts
+    ]
+
+
+def test_section_has_columns_differs_and_a_figure_per_chapter():
+    limits = {
+        "threads": 4,
+        "cache_bytes": 2**25,
+        "bandwidth": 2e10,
+        "matmul": {"float32": 1e11},
+        "skipped": {},
+    }
+    files = [
+        results("book", 2, [(2e-3, 1e-3)]),
+        results("survey", 4, [(1e-3, 1e-3)], limits=limits),
+    ]
+    text = "\n".join(results_machines.render_machines(files, {"01_x": "01 · X"}))
+    assert "| | test-avx2-only-2t (book) | test-avx2-only-4t |" in text
+    assert "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s |" in text
+    assert "### Differs between machines\n\n- 01_x: fusion:" in text
+    assert "```{figure} results_machines_01_x.svg\n:alt: 01 · X: one row per comparison" in text
