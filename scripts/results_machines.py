@@ -70,6 +70,17 @@ def _machine_facts_text(f: dict) -> str:
     )
 
 
+def chapters_text(f: dict) -> str:
+    """How many chapters ran, and each failed one with its first error (a ``-`` below it
+    means the comparison did not run there)."""
+    chapters = f.get("chapters", {})
+    failed = {k: v for k, v in chapters.items() if v.get("status") == "failed"}
+    text = f"{len(chapters) - len(failed)} of {len(chapters)} ran"
+    return text + "".join(
+        f"; {k} FAILED: {v.get('error') or 'no error text'}" for k, v in failed.items()
+    )
+
+
 def column_names(files: list[dict]) -> list[str]:
     """One name per results file: its machine id, ``(book)`` after the reference run's."""
     return [f["machine"]["id"] + (" (book)" if f["source"] == "book" else "") for f in files]
@@ -243,6 +254,7 @@ def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> 
     out = ["## Across machines", "", "| | " + " | ".join(names) + " |"]
     out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
     out[-1] += " | ".join(cell_text(_machine_facts_text(f)) for f in files) + " |"
+    out.append("| chapters | " + " | ".join(cell_text(chapters_text(f)) for f in files) + " |")
     differs = []
     keys = list(dict.fromkeys(k for ks in keyed for k in ks))
     for key in keys:

@@ -90,3 +90,15 @@ def test_section_has_columns_differs_and_a_figure_per_chapter():
     assert "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s |" in text
     assert "### Differs between machines\n\n- 01_x: fusion:" in text
     assert "```{figure} results_machines_01_x.svg\n:alt: 01 · X: one row per comparison" in text
+
+
+def test_the_chapters_row_names_each_failed_chapter_with_its_error():
+    book = results("book", 2, [(2e-3, 1e-3)])
+    mine = results("survey", 4, [(1e-3, 1e-3)])
+    failed = {"status": "failed", "error": "code cell 19: BackendCompilerFailed", "seconds": 2.0}
+    mine["chapters"]["02_y"] = failed
+    text = "\n".join(results_machines.render_machines([book, mine], {"01_x": "01 · X"}))
+    assert (
+        "| chapters | 1 of 1 ran | 1 of 2 ran; 02_y FAILED: code cell 19: BackendCompilerFailed |"
+        in text
+    )
