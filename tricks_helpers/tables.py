@@ -1,6 +1,6 @@
 """One aligned text table for measured rows: times, throughputs, unit-bearing values (ch. 03-07).
 
-:func:`tricks_helpers.bench.verdicts.table` prints comparisons (baseline, trick, speed-up, verdict);
+:func:`tricks_helpers.bench.summaries.table` prints comparisons (baseline, trick, speed-up, verdict);
 :func:`measured_table` prints everything else a chapter measures, one row per label: a time per
 item, a throughput, a loss, an accuracy, next to facts (byte counts, dtypes) in the same row.
 

@@ -1,9 +1,10 @@
 """Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
 
-This face hands on the names of its four modules, each name with one home:
+This face hands on the names of its five modules, each name with one home:
 :mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare`, :func:`compare_many`,
 :func:`comparison_from_times`, :func:`device_class`) and :mod:`~tricks_helpers.bench.verdicts`
-(the threshold, the verdict, the printed lines, :func:`table` and :func:`tally`) and
+(the threshold, the verdict, the printed lines), :mod:`~tricks_helpers.bench.summaries`
+(:func:`table`, :func:`tally`, :func:`time_change_text`) and
 :mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage) and
 :mod:`~tricks_helpers.bench.records` (each shown comparison as a JSON record, written only
 where ``TRICKS_RECORDS`` names a file).
@@ -46,6 +47,7 @@ from tricks_helpers.bench.records import (
     read_records,
     validate_record,
 )
+from tricks_helpers.bench.summaries import table, tally, time_change_text
 from tricks_helpers.bench.timing import (
     compare,
     compare_many,
@@ -67,9 +69,6 @@ from tricks_helpers.bench.verdicts import (
     fmt_measured,
     fmt_ratio,
     fmt_time,
-    table,
-    tally,
-    time_change_text,
 )
 
 __all__ = [

@@ -16,12 +16,12 @@ speed-ups without exponents (:func:`fmt_ratio`), so the repository's sanitize fi
 exactly them and the verdict words; :data:`VERDICT_LINE_RE` reads a printed verdict line back
 (the results page). Every printed interval carries its true coverage, computed from its round
 count (:mod:`tricks_helpers.bench.intervals`): the details line says ``5 rounds, 93% interval``
-and :func:`table` has ``rounds`` and ``covers`` columns. :meth:`ManyComparison.compare` takes
-exactly one pair (no verdict pools different things); :func:`tally` counts verdicts.
+and the summary table has ``rounds`` and ``covers`` columns. :meth:`ManyComparison.compare` takes
+exactly one pair (no verdict pools different things).
 :class:`Measurement`, :class:`Comparison` and :class:`ManyComparison` hold what was timed;
-:func:`table` prints comparisons side by side.
-:mod:`tricks_helpers.bench.timing` does the timing; :mod:`tricks_helpers.bench` hands on the
-names of both.
+:mod:`tricks_helpers.bench.summaries` prints several side by side (``table``) or counts their
+verdicts (``tally``). :mod:`tricks_helpers.bench.timing` does the timing;
+:mod:`tricks_helpers.bench` hands on the names of all of them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import functools
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,15 +50,12 @@ __all__ = [
     "VERDICTS",
     "VERDICT_LINE_RE",
     "decide",
-    "tally",
-    "time_change_text",
     "fmt_time",
     "fmt_measured",
     "fmt_ratio",
     "Measurement",
     "Comparison",
     "ManyComparison",
-    "table",
 ]
 
 #: The one noise threshold of the book. A trick is called FASTER only when the confidence
@@ -333,86 +330,3 @@ class ManyComparison:
         if show:
             result.show()
         return result
-
-
-def tally(comparisons: Iterable[Comparison]) -> str:
-    """How many comparisons reached each verdict: ``FASTER ~1, SLOWER ~0, NO CLEAR DIFFERENCE
-    ~4 of 5`` (counts carry ``~``: they are measurements, masked like the verdict words).
-
-    Raises:
-        TypeError: on an item that is not a :class:`Comparison`.
-        ValueError: on no comparisons.
-    """
-    items = list(comparisons)
-    for c in items:
-        check_type("tally", "comparison", c, Comparison)
-    if not items:
-        raise ValueError("tally: no comparisons")
-    counts = ", ".join(f"{v} ~{sum(c.verdict == v for c in items)}" for v in VERDICTS)
-    return f"{counts} of {len(items)}"
-
-
-def time_change_text(c: Comparison) -> str:
-    """What the trick does to the time per call, from the interval: ``time x~1.04 to x~1.19``.
-
-    The factors are trick time / baseline time at the interval's ends (``1 / hi`` and
-    ``1 / lo``): both above 1 is a measured cost, both below 1 a measured saving, whatever
-    the verdict's noise threshold says. Measured, so printed with ``~``.
-
-    Raises:
-        TypeError: on a non-:class:`Comparison`.
-    """
-    check_type("time_change_text", "c", c, Comparison)
-    lo, hi = c.interval
-    return f"time x{fmt_measured(1 / hi)} to x{fmt_measured(1 / lo)}"
-
-
-def table(
-    comparisons: Mapping[str, Comparison] | Iterable[Comparison],
-    why: Mapping[str, str] | None = None,
-) -> str:
-    """A fixed-layout text table of comparisons: what, baseline, trick, speed-up [interval],
-    rounds, the interval's coverage (``covers``, from the rounds) and verdict.
-
-    Rows keep the given order; measured cells carry ``~`` and the speed-up its interval, so
-    the sanitize file masks exactly those and the verdict words. Where ``TRICKS_RECORDS``
-    names a file, each row's record (labelled with the row's name, with ``why[name]`` as its
-    invariant partner where given) is appended to it; ``why`` is not printed.
-
-    Raises:
-        TypeError: on a row that is not a :class:`Comparison` or a ``why`` text not a string.
-        ValueError: on a ``why`` name that is no row.
-    """
-    rows = (
-        list(comparisons.items())
-        if isinstance(comparisons, Mapping)
-        else [(c.label, c) for c in comparisons]
-    )
-    for name, c in rows:
-        check_type("table", f"row {name!r}", c, Comparison)
-    why = dict(why or {})
-    unknown = set(why) - {name for name, _ in rows}
-    if unknown:
-        raise ValueError(f"table: why names no row: {sorted(unknown)}")
-    for name, text in why.items():
-        check_type("table", f"why[{name!r}]", text, str)
-    for name, c in rows:
-        emit(make_record(c, label=name, why=why.get(name)))
-    head = ("what", "baseline", "trick", "speed-up [interval]", "rounds", "covers", "verdict")
-    body = [
-        (
-            name,
-            fmt_time(c.baseline.median),
-            fmt_time(c.trick.median),
-            c.speedup_text(),
-            str(c.rounds),
-            f"{coverage_percent(c.rounds)}%",
-            c.verdict,
-        )
-        for name, c in rows
-    ]
-    width = max(len(r[0]) for r in body + [head])
-    lines = []
-    for name, b, t, s, n, cov, v in [head] + body:
-        lines.append(f"{name:<{width}}  {b:>10}  {t:>10}  {s:<24} {n:>6}  {cov:>6}  {v}")
-    return "\n".join(lines)
