@@ -1,8 +1,9 @@
 """One aligned text table for measured rows: times, throughputs, unit-bearing values (ch. 03-07).
 
-:func:`tricks_helpers.bench.summaries.table` prints comparisons (baseline, trick, speed-up, verdict);
-:func:`measured_table` prints everything else a chapter measures, one row per label: a time per
-item, a throughput, a loss, an accuracy, next to facts (byte counts, dtypes) in the same row.
+:func:`tricks_helpers.bench.summaries.table` prints comparisons (baseline, trick, speed-up,
+verdict); :func:`measured_table` prints everything else a chapter measures, one row per label:
+a time per item, a throughput, a loss, an accuracy, next to facts (byte counts, dtypes) in the
+same row.
 
 Measured cells (:class:`Measured`) print ``~`` before their digits and ``±`` before their spread,
 right-aligned in a column of fixed width, so the repository's sanitize file masks exactly the
