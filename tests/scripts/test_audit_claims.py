@@ -1,0 +1,97 @@
+"""scripts/audit_claims.py: rules claims-table, claims-in-tip, roof-upper-bound on planted cells."""
+
+from __future__ import annotations
+
+import pytest
+
+import audit_claims
+from tricks_helpers import bench, claims
+
+TITLE = "# 07 · Q\n\n```{admonition} Do this\n:class: tip\nQuantize. {glue:text}`claims-07`\n```\n"
+
+
+def comparison(label: str, speedup: float):
+    return bench.comparison_from_times(label, [speedup] * 8, [1.0] * 8, threads=1, show=False)
+
+
+def glue_output(book: claims.Claims, name: str, monkeypatch) -> dict:
+    """The display_data output myst-nb's glue stores, made by myst-nb itself."""
+    import myst_nb.ext.glue as glue_module
+
+    shown = []
+    monkeypatch.setattr(
+        glue_module, "ipy_display", lambda data, raw, metadata: shown.append((data, metadata))
+    )
+    book.glue(name)
+    data, metadata = shown[0]
+    return {"output_type": "display_data", "data": data, "metadata": metadata}
+
+
+def cells(book: claims.Claims, monkeypatch, title: str = TITLE, glue_name: str = "claims-07"):
+    return [
+        {"cell_type": "markdown", "source": title},
+        {
+            "cell_type": "code",
+            "source": "print(book.table())",
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": book.table() + "\n"},
+                glue_output(book, glue_name, monkeypatch),
+            ],
+        },
+    ]
+
+
+def chapter(speedup: float) -> claims.Claims:
+    book = claims.Claims("07 · Q")
+    book.add(claims.from_count("smaller", "int8 weights are smaller", True, "0.25x"))
+    book.add(claims.from_verdicts("int8-faster", "int8 is faster", [comparison("x", speedup)]))
+    return book
+
+
+def test_a_chapter_whose_tip_carries_the_run_clause_passes_held_or_not(monkeypatch):
+    assert audit_claims.claims_problems(cells(chapter(2.0), monkeypatch)) == []
+    assert audit_claims.claims_problems(cells(chapter(0.5), monkeypatch)) == []
+
+
+def test_a_contradicted_claim_fails_when_the_tip_does_not_say_so(monkeypatch):
+    contradicted = cells(chapter(0.5), monkeypatch)
+    held_clause = cells(chapter(2.0), monkeypatch)[1]["outputs"][1]
+    contradicted[1]["outputs"][1] = held_clause  # the tip's clause from a run where it held
+    problems = audit_claims.claims_problems(contradicted)
+    assert problems == [
+        "claims-in-tip: the stored run did not bear out claim 'int8-faster', "
+        "and the tip does not say so"
+    ]
+
+
+def test_a_tip_without_the_clause_or_a_clause_never_glued_fails(monkeypatch):
+    plain = TITLE.replace(" {glue:text}`claims-07`", "")
+    assert audit_claims.claims_problems(cells(chapter(0.5), monkeypatch, title=plain)) == [
+        "claims-in-tip: the tip shows no run clause ({glue:text}`claims-NN` in the title cell)"
+    ]
+    other = cells(chapter(2.0), monkeypatch, glue_name="claims-99")
+    assert audit_claims.claims_problems(other)[0].startswith(
+        "claims-in-tip: the tip names 'claims-07' but no stored output glued it"
+    )
+
+
+def test_a_chapter_without_a_claims_table_fails(monkeypatch):
+    found = cells(chapter(2.0), monkeypatch)
+    found[1]["outputs"][0]["text"] = "no table here\n"
+    assert audit_claims.claims_problems(found)[0].startswith("claims-table: no claims table")
+
+
+@pytest.mark.parametrize(
+    "line, bad",
+    [
+        ("int8 dyn (legacy)  batch 64  ~102% of the ceiling", True),
+        ("float32 batch 1 ~67.2% of bandwidth", False),
+        ("  ~91% of the bfloat16 limit", False),
+        ("  ~191% of the bfloat16 limit", True),
+        ("achieved ~1,050% of this machine's copy bandwidth", True),
+        ("~150% more images", False),
+    ],
+)
+def test_roof_upper_bound_flags_a_point_above_its_roof(line, bad):
+    found = [{"cell_type": "code", "outputs": [{"output_type": "stream", "text": line}]}]
+    assert bool(audit_claims.roof_problems(found)) is bad
