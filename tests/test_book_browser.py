@@ -361,3 +361,10 @@ def test_whole_book_pdf_has_every_page_title_and_figure():
     intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
     assert f"../{PDF_NAME}" in intro, "book/intro.md does not link the PDF"
 
+
+def test_issues_button_opens_the_template_chooser_on_every_page():
+    """Issue 31: the README says the site's issues button leads to the templates."""
+    for name in toc_pages():
+        html = (HTML / f"{name}.html").read_text(encoding="utf-8")
+        assert "/issues/new/choose" in html, f"{name}: no issues button to the chooser"
+        assert "/issues/new?" not in html, f"{name}: an issues button opens a blank issue"
