@@ -4,10 +4,11 @@
 
 Input: Jupyter Book 1.x's single-page HTML build (``jupyter-book build . --builder
 singlehtml``, which ``make pdf`` runs first): every page of ``_toc.yml`` in one document, with
-the stored outputs and figures. It is printed by the Chromium the browser test uses (Debian's
-``chromium``, ``make browser-deps``), driven through Playwright, with every request that is not
-a local file refused (so nothing is fetched from a CDN) and MathJax typeset before printing.
-The PDF carries an outline (bookmarks) built from the headings.
+the stored outputs and figures. It is printed by the Chromium the browser test uses
+(``chromium`` on the PATH: ``make browser-deps`` installs Debian's where none is), driven
+through Playwright, with every request that is not a local file refused (so nothing is fetched
+from a CDN), every image loaded and MathJax typeset before printing. The PDF carries an outline
+(bookmarks) built from the headings, and tags (each figure with its alt text).
 
 Output: ``_build/html/pytorch-tricks-executed.pdf`` (:data:`PDF_NAME`), inside the HTML book, so
 the site serves it and ``book/intro.md`` links to it. Without Chromium or Playwright it prints

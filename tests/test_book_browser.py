@@ -16,8 +16,8 @@ this checks what a reader would notice:
 Only the book's own server is reachable from the browser (everything else is refused), so a
 page that needs a CDN fails here as it would offline. A full-page screenshot of each page is
 saved under ``_build/screenshots/``. Needs the built book (``make test`` builds it first) and
-Chromium (Debian's ``chromium``, installed by ``make browser-deps``); without either, the
-tests skip and say why.
+Chromium (``make browser-deps`` installs Debian's ``chromium`` where none is; GitHub's runner
+image has its own); without either, the tests skip and say why.
 """
 
 from __future__ import annotations
