@@ -124,12 +124,18 @@ nbval: venv
 	$(BIN)/python -m pytest $(PYTEST_NBVAL) book
 
 # The stored outputs must not depend on the machine's shape: nbval over the book (or NB) once
-# pinned to one core (torch then takes 1 thread), once with more torch threads than cores
-# (OMP_NUM_THREADS, read when torch starts in each kernel and worker). Twice the time of nbval.
+# pinned to one core (torch then takes 1 thread), once with more torch threads than cores: each
+# kernel starts with torch.set_num_threads(SHAPES_THREADS) (scripts/shapes_threads.py as an
+# IPython start-up file; OMP_NUM_THREADS alone is capped at the core count by torch). Twice the
+# time of nbval.
 SHAPES_THREADS ?= $(shell echo $$((2 * $$(nproc) + 1)))
+SHAPES_IPYTHON := $(abspath _build/shapes-ipython)
 shapes: venv
 	taskset -c 0 $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
-	OMP_NUM_THREADS=$(SHAPES_THREADS) $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
+	mkdir -p $(SHAPES_IPYTHON)/profile_default/startup
+	cp scripts/shapes_threads.py $(SHAPES_IPYTHON)/profile_default/startup/00-shapes-threads.py
+	IPYTHONDIR=$(SHAPES_IPYTHON) TRICKS_SHAPES_THREADS=$(SHAPES_THREADS) \
+		OMP_NUM_THREADS=$(SHAPES_THREADS) $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
 
 execute: venv
 	$(BIN)/python scripts/run_notebooks.py $(NB)
