@@ -48,6 +48,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+# Paper has no horizontal scroll bar: long code and output lines wrap instead of being cut off.
+PRINT_CSS = "pre { white-space: pre-wrap !important; overflow-wrap: anywhere; overflow: visible; }"
+
 FOOTER = (
     '<div style="font-size:8px;width:100%;text-align:center;color:#555">'
     '<span class="pageNumber"></span> / <span class="totalPages"></span></div>'
@@ -178,6 +181,7 @@ def print_pdf(html: Path, out: Path, executable: str) -> int:
             browser.close()
             raise RuntimeError(f"images that did not load: {broken}")
         page.emulate_media(media="print")
+        page.add_style_tag(content=PRINT_CSS)
         page.pdf(
             path=str(out),
             format="A4",
