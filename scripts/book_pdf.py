@@ -15,8 +15,8 @@ the site serves it and ``book/intro.md`` links to it. Without Chromium or Playwr
 why and exits 1, writing nothing (0 with ``--skip-without-chromium``, as ``make test`` runs it:
 the browser test, which checks the PDF, skips without Chromium too).
 
-Time: about 15 s for the single-page build and 20-30 s to print (380 pages) on the book's
-2-core machine.
+Time, on the book's 2-core machine: about 15 s for the single-page build and 20-30 s to print
+the 400-odd pages when it is quiet (40 s and 95 s when it is busy).
 """
 
 from __future__ import annotations

@@ -343,7 +343,7 @@ def test_whole_book_pdf_has_every_page_title_and_figure():
     facts = pdf_facts(pdf)
     pages = toc_pages()
     sources = {name: source_facts(name) for name in pages}
-    # 380 pages today: each chapter runs to many pages; fewer than two per page is a cut book
+    # each chapter runs to dozens of pages; fewer than two per book page is a cut book
     assert facts.pages >= 2 * len(pages), f"{facts.pages} pages for {len(pages)} book pages"
     outline = [squashed(t) for t in facts.outline]
     found = []
