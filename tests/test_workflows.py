@@ -76,6 +76,8 @@ def test_pages_builds_with_make_book_and_deploys_release_tags_only(repo_root):
     assert check["if"] == "startsWith(github.ref, 'refs/tags/v')"
     assert check["run"] == 'make release-check RELEASE_FLAGS="--tag $GITHUB_REF_NAME"'
     assert "sudo make browser-deps" in runs(data) and "make pdf" in runs(data), "the PDF"
+    steps = runs(data)
+    assert steps.index(check["run"]) < steps.index("make book"), "fails fast, before the build"
     assert "pull_request" not in data["on"]
     assert data["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
     assert data["concurrency"]["group"] and data["concurrency"]["cancel-in-progress"] is False
