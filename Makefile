@@ -1,9 +1,15 @@
 # The two commands of this repository (see README.md):
 #   make book   set up .venv, regenerate the results page, build the HTML book into _build/html
-#   make test   set up .venv, lint (ruff), audit the stored notebooks, build the book, then run
-#               the unit tests, nbval over every notebook and the browser test of the built book
+#   make test   set up .venv, lint (ruff, actionlint), audit the stored notebooks, build the book
+#               and its PDF, then run the unit tests, nbval over every notebook and the browser
+#               test of the built book and PDF
 # For authors:
 #   make execute NB=book/01_dataloader_seeding.ipynb   re-execute notebooks in place (all if NB is empty)
+#   make pdf       the whole book as one PDF, _build/html/pytorch-tricks-executed.pdf (the site
+#                  links to it): single-page HTML build printed by Chromium (make browser-deps)
+#   make shapes    nbval over every notebook on one core, then with more torch threads than cores:
+#                  the stored outputs must not depend on the machine's shape (slow: 2x nbval)
+#   make actionlint   check .github/workflows/*.yml (also in make test and make lint)
 #   make survey    run every chapter on this machine (book/ untouched), record each comparison
 #                  in results/<machine-id>-survey.json (a failed chapter is recorded as failed)
 #   make survey-compare   this machine's verdicts against the book's reference run, line by line
@@ -47,7 +53,7 @@ export MPLCONFIGDIR := $(abspath $(VENV))/mplconfig
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest \
-	browser-deps clean lock release-check survey survey-compare
+	browser-deps clean lock release-check survey survey-compare pdf shapes actionlint
 
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,18 +77,38 @@ book: results
 browser-deps:
 	@bash scripts/install_chromium.sh
 
+# actionlint over .github/workflows (its config: .github/actionlint.yaml). shellcheck and pyflakes
+# are switched off: where they are installed they would check the run: scripts, elsewhere not,
+# and the result must not depend on the machine.
+ACTIONLINT := $(BIN)/actionlint -shellcheck= -pyflakes=
+
+# The whole book as one PDF: Jupyter Book's single-page HTML, printed by Chromium.
+SINGLEHTML := $(BIN)/jupyter-book build . --builder singlehtml --warningiserror --keep-going
+
 # The fast checks run first, so a style slip or an untrustworthy stored notebook fails in
-# seconds, before the book build and the notebook re-execution (minutes).
+# seconds, before the book build and the notebook re-execution (minutes). The PDF is printed
+# after the HTML build (about 45 s; skipped, as the browser test is, without Chromium).
 test: venv browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(ACTIONLINT)
 	$(BIN)/python scripts/audit_notebooks.py
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(SINGLEHTML)
+	$(BIN)/python scripts/book_pdf.py --skip-without-chromium
 	$(BIN)/python -m pytest $(PYTEST_NBVAL) -v
+
+pdf: venv
+	$(SINGLEHTML)
+	$(BIN)/python scripts/book_pdf.py
+
+actionlint: venv
+	$(ACTIONLINT)
 
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(ACTIONLINT)
 
 format: venv
 	$(BIN)/ruff check --fix .
@@ -96,6 +122,20 @@ unit: venv
 
 nbval: venv
 	$(BIN)/python -m pytest $(PYTEST_NBVAL) book
+
+# The stored outputs must not depend on the machine's shape: nbval over the book (or NB) once
+# pinned to one core (torch then takes 1 thread), once with more torch threads than cores: each
+# kernel starts with torch.set_num_threads(SHAPES_THREADS) (scripts/shapes_threads.py as an
+# IPython start-up file; OMP_NUM_THREADS alone is capped at the core count by torch). Twice the
+# time of nbval.
+SHAPES_THREADS ?= $(shell echo $$((2 * $$(nproc) + 1)))
+SHAPES_IPYTHON := $(abspath _build/shapes-ipython)
+shapes: venv
+	taskset -c 0 $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
+	mkdir -p $(SHAPES_IPYTHON)/profile_default/startup
+	cp scripts/shapes_threads.py $(SHAPES_IPYTHON)/profile_default/startup/00-shapes-threads.py
+	IPYTHONDIR=$(SHAPES_IPYTHON) TRICKS_SHAPES_THREADS=$(SHAPES_THREADS) \
+		OMP_NUM_THREADS=$(SHAPES_THREADS) $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
 
 execute: venv
 	$(BIN)/python scripts/run_notebooks.py $(NB)

@@ -9,13 +9,15 @@ this checks what a reader would notice:
   markers (``NBVAL_*`` comments, ``nbval-*`` tags as text);
 - math is typeset offline: MathJax is served by the book itself, and no raw ``$$``, ``\\(``
   or ``\\[`` is left in the visible prose;
-- no internal link or image points at something missing.
+- no internal link or image points at something missing;
+- the whole-book PDF (``make pdf``; ``make test`` prints it after the HTML build) is there and
+  current, with its pages, every page's title in its outline and every figure's alt text.
 
 Only the book's own server is reachable from the browser (everything else is refused), so a
 page that needs a CDN fails here as it would offline. A full-page screenshot of each page is
 saved under ``_build/screenshots/``. Needs the built book (``make test`` builds it first) and
-Chromium (Debian's ``chromium``, installed by ``make browser-deps``); without either, the
-tests skip and say why.
+Chromium (``make browser-deps`` installs Debian's ``chromium`` where none is; GitHub's runner
+image has its own); without either, the tests skip and say why.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from find_notebooks import toc_pages  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from book_pdf import PDF_NAME, pdf_facts  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from find_notebooks import toc_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
@@ -325,3 +328,43 @@ def test_results_page_shows_every_machine_side_by_side(server, browser):
     )
     assert broken == [], "a machines chart did not load"
     page.close()
+
+
+def squashed(text: str) -> str:
+    """Text without any whitespace: the PDF's outline loses or doubles spaces at line breaks."""
+    return "".join(words(text).split())
+
+
+def test_whole_book_pdf_has_every_page_title_and_figure():
+    """Issue 31: one PDF for offline readers, printed from the book as built, linked from it."""
+    pdf = HTML / PDF_NAME
+    assert pdf.is_file(), f"no {pdf.relative_to(ROOT)}: `make pdf` prints it"
+    assert pdf.stat().st_mtime >= (HTML / "index.html").stat().st_mtime, "PDF older than the book"
+    facts = pdf_facts(pdf)
+    pages = toc_pages()
+    sources = {name: source_facts(name) for name in pages}
+    # each chapter runs to dozens of pages; fewer than two per book page is a cut book
+    assert facts.pages >= 2 * len(pages), f"{facts.pages} pages for {len(pages)} book pages"
+    outline = [squashed(t) for t in facts.outline]
+    found = []
+    for name, source in sources.items():
+        title = squashed(source["title"])
+        hits = [i for i, t in enumerate(outline) if title in t]
+        assert hits, f"{name}: title {source['title']!r} not in the PDF's outline"
+        found.append(hits)
+    figures = [fig for source in sources.values() for fig in source["figures"]]
+    alts = [squashed(a) for a in facts.alt_texts]
+    assert len(alts) >= len(figures), f"{len(alts)} figures in the PDF, {len(figures)} in the book"
+    for fig in figures:
+        assert squashed(fig["alt"]) in alts, f"figure missing from the PDF: {fig['alt'][:60]!r}"
+    assert facts.images > 0, "no raster image printed (PNG figures missing)"
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    assert f"../{PDF_NAME}" in intro, "book/intro.md does not link the PDF"
+
+
+def test_issues_button_opens_the_template_chooser_on_every_page():
+    """Issue 31: the README says the site's issues button leads to the templates."""
+    for name in toc_pages():
+        html = (HTML / f"{name}.html").read_text(encoding="utf-8")
+        assert "/issues/new/choose" in html, f"{name}: no issues button to the chooser"
+        assert "/issues/new?" not in html, f"{name}: an issues button opens a blank issue"

