@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +194,8 @@ class Limits:
         matmul: dtype name -> operations per second (FLOP/s; int8: integer ops/s).
         matmul_size: dtype name -> ``n`` of the square matmul measured.
         skipped: dtype name -> why it was not measured.
+        raised_by: limit name (``"bandwidth"`` or a dtype) -> what raised it above the probe's
+            rate (see :meth:`raised`): a roof is the highest rate this machine reached.
     """
 
     threads: int
@@ -204,6 +206,7 @@ class Limits:
     matmul: Mapping[str, float]
     matmul_size: Mapping[str, int]
     skipped: Mapping[str, str] = field(default_factory=dict)
+    raised_by: Mapping[str, str] = field(default_factory=dict)
 
     def percent_of_bandwidth(self, nbytes: float, seconds: float) -> float:
         """Achieved bandwidth of moving ``nbytes`` in ``seconds``, in % of :attr:`bandwidth`."""
@@ -244,7 +247,58 @@ class Limits:
         out += [
             f"[hardware] matmul {name}: not measured ({why})" for name, why in self.skipped.items()
         ]
+        out += [
+            f"[hardware] {name} limit raised to the rate of {source} (faster than the probe)"
+            for name, source in self.raised_by.items()
+        ]
         return out
+
+    def raised(
+        self,
+        source: str,
+        *,
+        bandwidth: float | None = None,
+        matmul: Mapping[str, float] | None = None,
+    ) -> Limits:
+        """These limits with each one raised to a rate the page measured, where that is higher.
+
+        A limit is an upper bound: the highest rate this machine reached for that dtype, over
+        the probe's sizes **and** every kernel the page times (chapter 07's bf16 ``Linear``
+        beat the 128^3 probe 5x). Pass the page's rates; a limit a rate beats becomes that
+        rate, and :attr:`raised_by` names ``source`` for it (a ``[hardware]`` line says so).
+        Rates at or below a limit change nothing. After this, no rate passed here is above
+        its limit (no point above its roof).
+
+        Args:
+            source: what the rates are, for the line (``"the transformer block"``).
+            bandwidth: an achieved bandwidth, bytes/s.
+            matmul: dtype name -> achieved operations/s.
+
+        Raises:
+            TypeError: on a non-mapping ``matmul``; ValueError: on a non-positive rate or a
+                dtype with no measured limit.
+        """
+        check_type("Limits.raised", "source", source, str)
+        new_bw, new_mm = self.bandwidth, dict(self.matmul)
+        raised_by = dict(self.raised_by)
+        if bandwidth is not None:
+            rate = check_number(
+                "Limits.raised", "bandwidth", bandwidth, minimum=0.0, strict_minimum=True
+            )
+            if rate > new_bw:
+                new_bw, raised_by["bandwidth"] = rate, source
+        check_type("Limits.raised", "matmul", matmul or {}, Mapping)
+        for name, rate in (matmul or {}).items():
+            if name not in new_mm:
+                raise ValueError(
+                    f"Limits.raised: no measured limit for {name!r}; have {list(new_mm)}"
+                )
+            rate = check_number(
+                "Limits.raised", f"matmul {name!r}", rate, minimum=0.0, strict_minimum=True
+            )
+            if rate > new_mm[name]:
+                new_mm[name], raised_by[name] = rate, source
+        return replace(self, bandwidth=new_bw, matmul=new_mm, raised_by=raised_by)
 
 
 def measure_limits(
