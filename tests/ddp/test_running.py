@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.launch.running: torchrun launches, failures, timeouts, cleanup."""
+"""Tests of tricks_helpers.ddp.running: torchrun launches, failures, timeouts, cleanup."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tricks_helpers import launch
+from tricks_helpers import ddp
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process-tree cleanup is checked through /proc"
@@ -74,17 +74,15 @@ def _wait_gone(pids: list[int], seconds: float = 5.0) -> bool:
 
 
 def test_torchrun_command_single_node():
-    cmd = launch.torchrun_command(
-        "train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"]
-    )
+    cmd = ddp.torchrun_command("train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"])
     assert cmd == ["torchrun", "--standalone", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
-    cmd = launch.torchrun_command("pkg.mod", module=True, launcher=["torchrun"])
+    cmd = ddp.torchrun_command("pkg.mod", module=True, launcher=["torchrun"])
     assert cmd[-2:] == ["-m", "pkg.mod"]
-    assert launch.torchrun_command("x.py")[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    assert ddp.torchrun_command("x.py")[:3] == [sys.executable, "-m", "torch.distributed.run"]
 
 
 def test_torchrun_command_multi_node():
-    cmd = launch.torchrun_command(
+    cmd = ddp.torchrun_command(
         "pkg.mod",
         module=True,
         nnodes=2,
@@ -104,7 +102,7 @@ def test_torchrun_command_multi_node():
         "--rdzv-id",
         "job7",
     ]
-    elastic = launch.torchrun_command(
+    elastic = ddp.torchrun_command(
         "m", module=True, nnodes="1:4", rdzv_endpoint="h:1", rdzv_id="j", launcher=["torchrun"]
     )
     assert elastic[1:3] == ["--nnodes", "1:4"]
@@ -113,8 +111,8 @@ def test_torchrun_command_multi_node():
 def test_torchrun_command_launcher_string_is_refused_not_split():
     """A launcher given as one string used to become ['t', 'o', 'r', 'c', 'h', ...]."""
     with pytest.raises(TypeError, match=r"launcher must be a sequence of strings.*\['torchrun'\]"):
-        launch.torchrun_command("x.py", launcher="torchrun")
-    cmd = launch.torchrun_command("x.py", launcher=("torchrun",))
+        ddp.torchrun_command("x.py", launcher="torchrun")
+    cmd = ddp.torchrun_command("x.py", launcher=("torchrun",))
     assert cmd[:2] == ["torchrun", "--standalone"]
 
 
@@ -133,7 +131,7 @@ def test_torchrun_command_launcher_string_is_refused_not_split():
 )
 def test_torchrun_command_value_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        launch.torchrun_command(**kwargs)
+        ddp.torchrun_command(**kwargs)
 
 
 class _BytesPath:
@@ -163,7 +161,7 @@ class _BytesPath:
 )
 def test_torchrun_command_type_errors(kwargs, match):
     with pytest.raises(TypeError, match=match):
-        launch.torchrun_command(**kwargs)
+        ddp.torchrun_command(**kwargs)
 
 
 @pytest.fixture
@@ -198,12 +196,12 @@ def no_popen(monkeypatch):
 def test_run_torchrun_validates_everything_before_starting(no_popen, kwargs, error, match):
     kwargs = {"module": True, **kwargs}
     with pytest.raises(error, match=match):
-        launch.run_torchrun("pkg.mod", **kwargs)
+        ddp.run_torchrun("pkg.mod", **kwargs)
 
 
 def test_run_torchrun_missing_script(no_popen, tmp_path):
     with pytest.raises(ValueError, match="no such script"):
-        launch.run_torchrun(tmp_path / "missing.py")
+        ddp.run_torchrun(tmp_path / "missing.py")
 
 
 def test_success_captures_each_rank_and_leaves_no_process(worker):
@@ -211,7 +209,7 @@ def test_success_captures_each_rank_and_leaves_no_process(worker):
     script, pid_dir = worker
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        result = launch.run_torchrun(
+        result = ddp.run_torchrun(
             script, ["orphan", pid_dir], nproc_per_node=2, timeout=120, grace=1
         )
         assert result.returncode == 0
@@ -232,8 +230,8 @@ def test_success_captures_each_rank_and_leaves_no_process(worker):
 
 def test_failing_worker_raises_with_traceback_and_exit_code(worker):
     script, pid_dir = worker
-    with pytest.raises(launch.WorkerFailedError, match=r"rank 1 failed \(exit code 3\)") as info:
-        launch.run_torchrun(script, ["raise", pid_dir], nproc_per_node=2, timeout=120)
+    with pytest.raises(ddp.WorkerFailedError, match=r"rank 1 failed \(exit code 3\)") as info:
+        ddp.run_torchrun(script, ["raise", pid_dir], nproc_per_node=2, timeout=120)
     err = info.value
     assert (err.rank, err.exitcode) == (1, 3)
     assert err.returncode != 0
@@ -248,8 +246,8 @@ def test_timeout_kills_every_process(worker):
     """Workers that ignore SIGTERM must still be gone when the timeout error is raised."""
     script, pid_dir = worker
     start = time.perf_counter()
-    with pytest.raises(launch.LaunchTimeoutError, match="did not finish within") as info:
-        launch.run_torchrun(script, ["hang", pid_dir], nproc_per_node=2, timeout=20, grace=1)
+    with pytest.raises(ddp.LaunchTimeoutError, match="did not finish within") as info:
+        ddp.run_torchrun(script, ["hang", pid_dir], nproc_per_node=2, timeout=20, grace=1)
     assert time.perf_counter() - start < 60
     pids = _worker_pids(pid_dir)
     assert len(pids) == 2, "workers did not start before the timeout: raise the timeout"
