@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import subprocess
 import sys
 
@@ -70,13 +71,14 @@ def test_a_bad_variant_raises_before_the_process_group_starts(monkeypatch, tmp_p
 
 
 def test_python_dash_m_runs_the_entry_point(tmp_path):
-    env_free = subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "tricks_helpers.ddp", "shard", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        env={k: v for k, v in __import__("os").environ.items() if k != "RANK"},
+        env={k: v for k, v in os.environ.items() if k != "RANK"},
     )
-    assert env_free.returncode == 2 and "usage: python -m tricks_helpers.ddp" in env_free.stderr
+    assert done.returncode == 2 and "usage: python -m tricks_helpers.ddp" in done.stderr
+    assert "--variant" in done.stderr  # shard's required option, named in the usage message
 
 
 def test_nccl_branch_turns_on_determinism_first(monkeypatch, tmp_path):
