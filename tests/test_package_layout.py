@@ -13,7 +13,7 @@ import pytest
 
 import import_graph
 
-FACES = ("bench", "seeding", "memory", "launch", "storage")
+FACES = ("bench", "seeding", "memory", "ddp", "storage")
 
 
 def test_no_import_loop():

@@ -38,13 +38,13 @@ Each submodule has one job and is introduced by one chapter of the book:
   generates, the oneDNN primitives a call executes (06).
 - :mod:`tricks_helpers.compiling`: what ``torch.compile`` does to a training step: cold start
   vs steady state, graphs compiled per shape, graph breaks (06).
-- :mod:`tricks_helpers.launch`, :mod:`tricks_helpers.ddp_train`, :mod:`tricks_helpers.ddp_check`:
-  torchrun from a notebook, the DDP training script, and what a DDP run is checked against (08);
-  ``launch`` is a face over :mod:`~tricks_helpers.launch.running` (``run_torchrun``) and
-  :mod:`~tricks_helpers.launch.cli` (the torchrun command line).
-  :mod:`tricks_helpers.ddp_seeding`: DataLoader worker streams repeated across ranks seeded
-  alike, and the rank in the loader's generator (08); :mod:`tricks_helpers.ddp_shard`: FSDP2
-  ``fully_shard`` beside DDP and its knobs, bytes per rank (08).
+- :mod:`tricks_helpers.ddp`: distributed data parallel from a notebook (08): a face over
+  :mod:`~tricks_helpers.ddp.running` and :mod:`~tricks_helpers.ddp.cli` (torchrun from a
+  notebook), :mod:`~tricks_helpers.ddp.ranks` (the one entry point every rank runs) and
+  :mod:`~tricks_helpers.ddp.common` (what its jobs share), :mod:`~tricks_helpers.ddp.training_run`
+  and :mod:`~tricks_helpers.ddp.check` (the DDP training run and what it is checked against),
+  :mod:`~tricks_helpers.ddp.worker_seeding` (DataLoader worker streams across ranks) and
+  :mod:`~tricks_helpers.ddp.shard` (FSDP2 ``fully_shard`` beside DDP, bytes per rank).
 - :mod:`tricks_helpers.profiling`: profiler results as plain data (09);
   :mod:`tricks_helpers.traces`: the trace file it exports, read back as counts and a timeline (09).
 - :mod:`tricks_helpers.traffic`: bytes read and written by ATen operators, the memory access

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.ddp_seeding: worker streams across ranks, simulated and on gloo."""
+"""Tests of tricks_helpers.ddp.worker_seeding: worker streams across ranks, simulated and gloo."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from tricks_helpers import ddp_check, ddp_seeding, launch
+from tricks_helpers import ddp
 
 MP = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
@@ -20,21 +20,19 @@ def simulate(seeding, world=2, epochs=2, seed=0, samples=16):
     results = []
     for rank in range(world):
         torch.manual_seed(seed)
-        data = ddp_seeding.AugmentedItems(samples, seed)
-        loader = ddp_seeding.make_loader(
-            data, rank, world, seeding, multiprocessing_context=MP, seed=seed
-        )
-        results.append({"streams": ddp_seeding.record_streams(loader, epochs)})
+        data = ddp.AugmentedItems(samples, seed)
+        loader = ddp.make_loader(data, rank, world, seeding, multiprocessing_context=MP, seed=seed)
+        results.append({"streams": ddp.record_streams(loader, epochs)})
     return results
 
 
 def test_items_draw_from_torch_and_their_own_generator():
-    data = ddp_seeding.AugmentedItems(4, seed=7)
+    data = ddp.AugmentedItems(4, seed=7)
     torch.manual_seed(0)
     first = [data[i] for i in range(4)]
     assert [x[:2] for x in first] == [(i, -1) for i in range(4)]
     assert len({x[2] for x in first}) == 4 and len({x[3] for x in first}) == 4
-    assert ddp_seeding.AugmentedItems(4, seed=7)[0][3] == first[0][3]  # seeded in __init__
+    assert ddp.AugmentedItems(4, seed=7)[0][3] == first[0][3]  # seeded in __init__
 
 
 @pytest.mark.parametrize(
@@ -50,7 +48,7 @@ def test_items_draw_from_torch_and_their_own_generator():
 def test_only_the_rank_in_the_generator_with_seed_worker_removes_every_repeat(
     seeding, ranks, workers
 ):
-    rep = ddp_seeding.count_repeats(simulate(seeding))
+    rep = ddp.count_repeats(simulate(seeding))
     assert rep.streams == 8 and rep.constant == {"torch": 0, "numpy": 0}
     assert (rep.across_ranks["torch"], rep.across_ranks["numpy"]) == ranks
     assert (rep.across_workers["torch"], rep.across_workers["numpy"]) == workers
@@ -77,10 +75,10 @@ def test_the_fix_is_reproducible_run_to_run_and_shards_are_disjoint():
 def test_count_repeats_sees_a_repeat_on_a_different_worker_id():
     s = [[{"torch": [1.0, 2.0], "numpy": [1.0, 2.0]}, {"torch": [3.0, 4.0], "numpy": [5.0, 6.0]}]]
     swapped = [[s[0][1], s[0][0]]]
-    rep = ddp_seeding.count_repeats([{"streams": s}, {"streams": swapped}])
+    rep = ddp.count_repeats([{"streams": s}, {"streams": swapped}])
     assert rep.across_ranks == {"torch": 4, "numpy": 4} and rep.across_workers["torch"] == 0
     const = [[{"torch": [1.0, 1.0], "numpy": [1.0, 2.0]}, {"torch": [3.0], "numpy": [5.0]}]]
-    assert ddp_seeding.count_repeats([{"streams": const}] * 2).constant == {"torch": 4, "numpy": 2}
+    assert ddp.count_repeats([{"streams": const}] * 2).constant == {"torch": 4, "numpy": 2}
 
 
 @pytest.mark.parametrize(
@@ -100,7 +98,7 @@ def test_count_repeats_sees_a_repeat_on_a_different_worker_id():
 )
 def test_count_repeats_errors(results, error, match):
     with pytest.raises(error, match=match):
-        ddp_seeding.count_repeats(results)
+        ddp.count_repeats(results)
 
 
 @pytest.mark.parametrize(
@@ -119,50 +117,46 @@ def test_count_repeats_errors(results, error, match):
 def test_make_loader_errors(kwargs, error, match):
     args = dict(rank=0, world_size=2, seeding="alike", multiprocessing_context=MP) | kwargs
     with pytest.raises(error, match=match):
-        ddp_seeding.make_loader(ddp_seeding.AugmentedItems(8), **args)
+        ddp.make_loader(ddp.AugmentedItems(8), **args)
 
 
 def test_record_streams_and_items_errors():
-    data = ddp_seeding.AugmentedItems(8)
+    data = ddp.AugmentedItems(8)
     with pytest.raises(TypeError, match="loader must be"):
-        ddp_seeding.record_streams([data], 1)
+        ddp.record_streams([data], 1)
     no_workers = torch.utils.data.DataLoader(data, batch_size=2, collate_fn=list)
     with pytest.raises(ValueError, match="has no workers"):
-        ddp_seeding.record_streams(no_workers, 1)
-    loader = ddp_seeding.make_loader(data, 0, 1, "alike", multiprocessing_context=MP)
+        ddp.record_streams(no_workers, 1)
+    loader = ddp.make_loader(data, 0, 1, "alike", multiprocessing_context=MP)
     with pytest.raises(ValueError, match="epochs must be an integer >= 1"):
-        ddp_seeding.record_streams(loader, 0)
+        ddp.record_streams(loader, 0)
     with pytest.raises(ValueError, match="samples must be an integer >= 1"):
-        ddp_seeding.AugmentedItems(0)
+        ddp.AugmentedItems(0)
     with pytest.raises(TypeError, match="seed must be an integer"):
-        ddp_seeding.AugmentedItems(4, seed="0")
+        ddp.AugmentedItems(4, seed="0")
 
 
-def test_run_rank_checks_out_dir_and_main_refuses_outside_torchrun(tmp_path, monkeypatch, capsys):
+def test_run_rank_checks_out_dir(tmp_path):
     with pytest.raises(ValueError, match="out_dir: no such directory"):
-        ddp_seeding.run_rank("alike", tmp_path / "missing", multiprocessing_context=MP)
-    monkeypatch.delenv("RANK", raising=False)
-    with pytest.raises(SystemExit):
-        ddp_seeding.main(["--out", str(tmp_path), "--seeding", "alike", "--mp-context", MP])
-    assert "run me under torchrun" in capsys.readouterr().err
+        ddp.run_rank("alike", tmp_path / "missing", multiprocessing_context=MP)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="torchrun with gloo: Linux and macOS")
 def test_two_gloo_ranks_repeat_streams_until_the_rank_is_in_the_generator(tmp_path):
-    args = ["--out", tmp_path, "--seeding", "alike", "--seeding", "rank_seed_worker"]
-    run = launch.run_torchrun(
-        "tricks_helpers.ddp_seeding",
+    args = ["seeding", "--out", tmp_path, "--seeding", "alike", "--seeding", "rank_seed_worker"]
+    run = ddp.run_torchrun(
+        "tricks_helpers.ddp",
         [*args, "--mp-context", MP],
         module=True,
         nproc_per_node=2,
         timeout=180,
     )
     assert run.returncode == 0 and run.leftover == 0
-    alike = ddp_check.load_results(tmp_path, "alike", 2)
-    fixed = ddp_check.load_results(tmp_path, "rank_seed_worker", 2)
+    alike = ddp.load_results(tmp_path, "alike", 2)
+    fixed = ddp.load_results(tmp_path, "rank_seed_worker", 2)
     assert alike[0]["multiprocessing_context"] == MP
-    assert ddp_seeding.count_repeats(alike).across_ranks == {"torch": 8, "numpy": 8}
-    assert ddp_seeding.count_repeats(fixed).across_ranks == {"torch": 0, "numpy": 0}
+    assert ddp.count_repeats(alike).across_ranks == {"torch": 8, "numpy": 8}
+    assert ddp.count_repeats(fixed).across_ranks == {"torch": 0, "numpy": 0}
     # the processes drew what one process simulating both ranks draws
     assert [r["streams"] for r in fixed] == [
         r["streams"] for r in simulate("rank_seed_worker", samples=32)

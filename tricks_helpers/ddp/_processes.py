@@ -1,4 +1,6 @@
-"""Finding and stopping every process a launch started (private; used by :mod:`launch`, chapter 08).
+"""Finding and stopping every process a launch started (private; chapter 08).
+
+Used by :mod:`~tricks_helpers.ddp.running`.
 
 Every process started by a launch inherits the environment variable :data:`MARKER_VARIABLE`
 with a value unique to the launch; :func:`kill_marked` finds them through

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.ddp_check: the one-process reference, DataParallel, reading results."""
+"""Tests of tricks_helpers.ddp.check: the one-process reference, DataParallel, reading results."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from tricks_helpers import ddp_check, ddp_train
+from tricks_helpers import ddp
 
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
 
@@ -17,17 +17,17 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_reference_is_deterministic_and_set_epoch_matters():
-    cfg = ddp_train.RunConfig(name="r", **TINY)
-    m1, l1 = ddp_check.train_reference(cfg, 2)
-    m2, l2 = ddp_check.train_reference(cfg, 2)
-    assert l1 == l2 and ddp_train.params_hash(m1) == ddp_train.params_hash(m2)
-    m3, _ = ddp_check.train_reference(ddp_train.RunConfig(name="r", set_epoch=False, **TINY), 2)
-    assert ddp_train.params_hash(m3) != ddp_train.params_hash(m1)
+    cfg = ddp.RunConfig(name="r", **TINY)
+    m1, l1 = ddp.train_reference(cfg, 2)
+    m2, l2 = ddp.train_reference(cfg, 2)
+    assert l1 == l2 and ddp.params_hash(m1) == ddp.params_hash(m2)
+    m3, _ = ddp.train_reference(ddp.RunConfig(name="r", set_epoch=False, **TINY), 2)
+    assert ddp.params_hash(m3) != ddp.params_hash(m1)
 
 
 def test_load_results_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results of run 'ddp' for rank 0"):
-        ddp_check.load_results(tmp_path, "ddp", 2)
+        ddp.load_results(tmp_path, "ddp", 2)
 
 
 def _result(name: str, rank: int, world: int = 2) -> dict:
@@ -50,39 +50,39 @@ def test_load_results_names_the_bad_file(tmp_path, text, match):
     bad = tmp_path / "ddp.rank1.json"
     bad.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ValueError, match=match) as info:
-        ddp_check.load_results(tmp_path, "ddp", 2)
+        ddp.load_results(tmp_path, "ddp", 2)
     assert str(bad) in str(info.value)
 
 
 def test_load_results_reads_ranks_in_order(tmp_path):
     for r in (1, 0):
         (tmp_path / f"ddp.rank{r}.json").write_text(json.dumps(_result("ddp", r)))
-    assert [r["rank"] for r in ddp_check.load_results(tmp_path, "ddp", 2)] == [0, 1]
+    assert [r["rank"] for r in ddp.load_results(tmp_path, "ddp", 2)] == [0, 1]
     with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
-        ddp_check.load_results(tmp_path, "ddp", 0)
+        ddp.load_results(tmp_path, "ddp", 0)
 
 
 def test_slowest_epoch_seconds():
     ranks = [{"epoch_seconds": [5.0, 1.0, 2.0]}, {"epoch_seconds": [4.0, 3.0, 1.5]}]
-    assert ddp_check.slowest_epoch_seconds(ranks) == [3.0, 2.0]
-    assert ddp_check.slowest_epoch_seconds(ranks, skip=0) == [5.0, 3.0, 2.0]
+    assert ddp.slowest_epoch_seconds(ranks) == [3.0, 2.0]
+    assert ddp.slowest_epoch_seconds(ranks, skip=0) == [5.0, 3.0, 2.0]
     with pytest.raises(ValueError, match="same number of epochs"):
-        ddp_check.slowest_epoch_seconds([{"epoch_seconds": [1.0, 2.0]}, {"epoch_seconds": [1.0]}])
+        ddp.slowest_epoch_seconds([{"epoch_seconds": [1.0, 2.0]}, {"epoch_seconds": [1.0]}])
     with pytest.raises(ValueError, match=r"more than skip=3"):
-        ddp_check.slowest_epoch_seconds(ranks, skip=3)
+        ddp.slowest_epoch_seconds(ranks, skip=3)
     with pytest.raises(ValueError, match="need the results"):
-        ddp_check.slowest_epoch_seconds([])
+        ddp.slowest_epoch_seconds([])
     with pytest.raises(TypeError, match="skip must be an integer"):
-        ddp_check.slowest_epoch_seconds(ranks, skip=1.0)
+        ddp.slowest_epoch_seconds(ranks, skip=1.0)
 
 
 def test_data_parallel_on_cpu_is_the_plain_model():
     """Without CUDA, nn.DataParallel runs the module itself: training is bitwise the same."""
     if torch.cuda.is_available():
         pytest.skip("on CUDA, DataParallel replicates the module: covered by the GPU runner")
-    cfg = ddp_train.RunConfig(name="r", **TINY)
-    ref, ref_losses = ddp_check.train_reference(cfg, 2)
-    dp, dp_losses, seconds = ddp_check.train_data_parallel(cfg, 2)
+    cfg = ddp.RunConfig(name="r", **TINY)
+    ref, ref_losses = ddp.train_reference(cfg, 2)
+    dp, dp_losses, seconds = ddp.train_data_parallel(cfg, 2)
     assert not isinstance(dp, torch.nn.DataParallel)  # the unwrapped module comes back
-    assert dp_losses == ref_losses and ddp_train.params_hash(dp) == ddp_train.params_hash(ref)
+    assert dp_losses == ref_losses and ddp.params_hash(dp) == ddp.params_hash(ref)
     assert len(seconds) == cfg.epochs and all(s > 0 for s in seconds)

@@ -1,6 +1,6 @@
 """What a DDP run is checked against, and reading its results (introduced in chapter 08).
 
-- :func:`train_reference`: the run of :mod:`tricks_helpers.ddp_train`, simulated in ONE
+- :func:`train_reference`: the run of :mod:`tricks_helpers.ddp.training_run`, simulated in ONE
   process on the same global batches (same samplers, same per-rank augmentation generators):
   DDP must give its parameters, up to float rounding;
 - :func:`train_data_parallel`: the same run through ``nn.DataParallel`` (the design DDP
@@ -24,7 +24,7 @@ from torch import nn
 from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_int, check_type
-from tricks_helpers.ddp_train import RunConfig, make_dataset, make_model
+from tricks_helpers.ddp.training_run import RunConfig, make_dataset, make_model
 
 __all__ = ["train_reference", "train_data_parallel", "load_results", "slowest_epoch_seconds"]
 
@@ -153,7 +153,7 @@ def load_results(out_dir: str | os.PathLike, name: str, world_size: int) -> list
         if not isinstance(data, dict):
             raise ValueError(
                 f"load_results: {path} is not a results object (a JSON object "
-                f"written by ddp_train.train), got {type(data).__name__}"
+                f"written by ddp.write_result), got {type(data).__name__}"
             )
         for key, expected, what in (
             ("name", name, "run"),

@@ -8,25 +8,24 @@ of rank 1 get the same seed, and their random augmentation streams repeat across
 fix is the rank folded into the loader's generator, ``torch.Generator().manual_seed(seed +
 rank)``, which keeps each rank reproducible run to run.
 
-Run it under torchrun (from a notebook: :func:`tricks_helpers.launch.run_torchrun`)::
+Every rank runs :func:`run_rank`; launch it under torchrun through the family's entry point
+(from a notebook: :func:`tricks_helpers.ddp.run_torchrun`)::
 
-    torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_seeding --out DIR \\
+    torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp seeding --out DIR \\
         --seeding alike --seeding rank_seed_worker --workers 2 --epochs 2 --mp-context fork
 
 Each ``--seeding`` (one of :data:`SEEDINGS`) records, on every rank, the random draws each
 worker makes in each epoch (:func:`record_streams`: one torch value and one value of the
 dataset's own numpy ``Generator`` per item) and writes ``<seeding>.rank<r>.json``; read them
-back with :func:`tricks_helpers.ddp_check.load_results` and count the repeats with
+back with :func:`tricks_helpers.ddp.check.load_results` and count the repeats with
 :func:`count_repeats`.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import multiprocessing
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_choice, check_int, check_type
-from tricks_helpers.ddp_train import write_json
+from tricks_helpers.ddp.common import write_result
 from tricks_helpers.seeding import seed_worker
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
     "StreamRepeats",
     "count_repeats",
     "run_rank",
-    "main",
 ]
 
 #: How the loader of each rank is seeded (every rank first calls ``torch.manual_seed(seed)``).
@@ -215,7 +213,7 @@ def count_repeats(rank_results: Sequence[dict[str, Any]]) -> StreamRepeats:
 
     Args:
         rank_results: the per-rank results of one seeding (:func:`run_rank`, read back with
-            :func:`tricks_helpers.ddp_check.load_results`), each with ``"streams"``.
+            :func:`tricks_helpers.ddp.check.load_results`), each with ``"streams"``.
 
     Raises:
         TypeError: ``rank_results`` is not a sequence of dicts.
@@ -296,45 +294,5 @@ def run_rank(
         multiprocessing_context=multiprocessing_context,
         streams=record_streams(loader, epochs),
     )
-    write_json(Path(out_dir) / f"{seeding}.rank{rank}.json", result)
+    write_result(out_dir, result)
     return result
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point (run under torchrun, gloo); see the module docstring."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tricks_helpers.ddp_seeding",
-        description="Record DataLoader worker streams on every rank, per seeding.",
-    )
-    parser.add_argument("--out", required=True, help="existing directory for the results")
-    parser.add_argument("--seeding", action="append", required=True, choices=list(SEEDINGS))
-    parser.add_argument(
-        "--mp-context", required=True, choices=multiprocessing.get_all_start_methods()
-    )
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if "RANK" not in os.environ:
-        parser.error("run me under torchrun (RANK is not set)")
-    if not Path(args.out).is_dir():
-        parser.error(f"--out: no such directory: {args.out}")
-    dist.init_process_group("gloo")
-    try:
-        for seeding in dict.fromkeys(args.seeding):
-            run_rank(
-                seeding,
-                args.out,
-                multiprocessing_context=args.mp_context,
-                seed=args.seed,
-                epochs=args.epochs,
-                num_workers=args.workers,
-            )
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,7 @@
-"""Tests of tricks_helpers.launch.running: torchrun launches, failures, timeouts, cleanup."""
+"""Tests of tricks_helpers.ddp.running: torchrun launches, failures, timeouts, cleanup.
+
+The command line itself: tests/ddp/test_cli.py.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tricks_helpers import launch
+from tricks_helpers import ddp
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process-tree cleanup is checked through /proc"
@@ -73,99 +76,6 @@ def _wait_gone(pids: list[int], seconds: float = 5.0) -> bool:
     return not any(_alive(p) for p in pids)
 
 
-def test_torchrun_command_single_node():
-    cmd = launch.torchrun_command(
-        "train.py", ["--epochs", 3], nproc_per_node=4, launcher=["torchrun"]
-    )
-    assert cmd == ["torchrun", "--standalone", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
-    cmd = launch.torchrun_command("pkg.mod", module=True, launcher=["torchrun"])
-    assert cmd[-2:] == ["-m", "pkg.mod"]
-    assert launch.torchrun_command("x.py")[:3] == [sys.executable, "-m", "torch.distributed.run"]
-
-
-def test_torchrun_command_multi_node():
-    cmd = launch.torchrun_command(
-        "pkg.mod",
-        module=True,
-        nnodes=2,
-        nproc_per_node=8,
-        rdzv_endpoint="node0:29400",
-        rdzv_id="job7",
-        launcher=["torchrun"],
-    )
-    assert "--standalone" not in cmd
-    assert cmd[1:9] == [
-        "--nnodes",
-        "2",
-        "--rdzv-backend",
-        "c10d",
-        "--rdzv-endpoint",
-        "node0:29400",
-        "--rdzv-id",
-        "job7",
-    ]
-    elastic = launch.torchrun_command(
-        "m", module=True, nnodes="1:4", rdzv_endpoint="h:1", rdzv_id="j", launcher=["torchrun"]
-    )
-    assert elastic[1:3] == ["--nnodes", "1:4"]
-
-
-def test_torchrun_command_launcher_string_is_refused_not_split():
-    """A launcher given as one string used to become ['t', 'o', 'r', 'c', 'h', ...]."""
-    with pytest.raises(TypeError, match=r"launcher must be a sequence of strings.*\['torchrun'\]"):
-        launch.torchrun_command("x.py", launcher="torchrun")
-    cmd = launch.torchrun_command("x.py", launcher=("torchrun",))
-    assert cmd[:2] == ["torchrun", "--standalone"]
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(target=""), "non-empty"),
-        (dict(target="x.py", nproc_per_node=0), "nproc_per_node must be an integer >= 1"),
-        (dict(target="x.py", nnodes=2), "rdzv_endpoint"),
-        (dict(target="x.py", nnodes=0, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-        (dict(target="x.py", nnodes="two", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-        (dict(target="x.py", nnodes="4:1", rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-        (dict(target="x.py", launcher=[]), "launcher must not be empty"),
-        (dict(target="x.py", rdzv_backend=""), "rdzv_backend"),
-    ],
-)
-def test_torchrun_command_value_errors(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        launch.torchrun_command(**kwargs)
-
-
-class _BytesPath:
-    """A path-like object whose path is bytes."""
-
-    def __fspath__(self) -> bytes:
-        return b"x.py"
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(target=3), "target must be str or PathLike"),
-        (dict(target=_BytesPath()), "target must be a str path"),
-        (dict(target="x.py", args="--epochs 3"), "args must be a sequence of strings"),
-        (dict(target="x.py", args=["--epochs", None]), r"args\[1\] must be"),
-        (dict(target="x.py", nproc_per_node=2.0), "nproc_per_node must be an integer"),
-        (dict(target="x.py", nproc_per_node=True), "nproc_per_node must be an integer"),
-        (dict(target="x.py", module="yes"), "module must be True or False"),
-        (dict(target="x.py", nnodes=2.5, rdzv_endpoint="h:1", rdzv_id="j"), "nnodes must be"),
-        (
-            dict(target="x.py", nnodes=2, rdzv_endpoint=29400, rdzv_id="j"),
-            "rdzv_endpoint must be str",
-        ),
-        (dict(target="x.py", launcher=["torchrun", 3]), r"launcher\[1\] must be str"),
-    ],
-)
-def test_torchrun_command_type_errors(kwargs, match):
-    with pytest.raises(TypeError, match=match):
-        launch.torchrun_command(**kwargs)
-
-
 @pytest.fixture
 def no_popen(monkeypatch):
     """Fail the test if anything is started: validation must come first."""
@@ -198,12 +108,12 @@ def no_popen(monkeypatch):
 def test_run_torchrun_validates_everything_before_starting(no_popen, kwargs, error, match):
     kwargs = {"module": True, **kwargs}
     with pytest.raises(error, match=match):
-        launch.run_torchrun("pkg.mod", **kwargs)
+        ddp.run_torchrun("pkg.mod", **kwargs)
 
 
 def test_run_torchrun_missing_script(no_popen, tmp_path):
     with pytest.raises(ValueError, match="no such script"):
-        launch.run_torchrun(tmp_path / "missing.py")
+        ddp.run_torchrun(tmp_path / "missing.py")
 
 
 def test_success_captures_each_rank_and_leaves_no_process(worker):
@@ -211,7 +121,7 @@ def test_success_captures_each_rank_and_leaves_no_process(worker):
     script, pid_dir = worker
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        result = launch.run_torchrun(
+        result = ddp.run_torchrun(
             script, ["orphan", pid_dir], nproc_per_node=2, timeout=120, grace=1
         )
         assert result.returncode == 0
@@ -232,8 +142,8 @@ def test_success_captures_each_rank_and_leaves_no_process(worker):
 
 def test_failing_worker_raises_with_traceback_and_exit_code(worker):
     script, pid_dir = worker
-    with pytest.raises(launch.WorkerFailedError, match=r"rank 1 failed \(exit code 3\)") as info:
-        launch.run_torchrun(script, ["raise", pid_dir], nproc_per_node=2, timeout=120)
+    with pytest.raises(ddp.WorkerFailedError, match=r"rank 1 failed \(exit code 3\)") as info:
+        ddp.run_torchrun(script, ["raise", pid_dir], nproc_per_node=2, timeout=120)
     err = info.value
     assert (err.rank, err.exitcode) == (1, 3)
     assert err.returncode != 0
@@ -248,8 +158,8 @@ def test_timeout_kills_every_process(worker):
     """Workers that ignore SIGTERM must still be gone when the timeout error is raised."""
     script, pid_dir = worker
     start = time.perf_counter()
-    with pytest.raises(launch.LaunchTimeoutError, match="did not finish within") as info:
-        launch.run_torchrun(script, ["hang", pid_dir], nproc_per_node=2, timeout=20, grace=1)
+    with pytest.raises(ddp.LaunchTimeoutError, match="did not finish within") as info:
+        ddp.run_torchrun(script, ["hang", pid_dir], nproc_per_node=2, timeout=20, grace=1)
     assert time.perf_counter() - start < 60
     pids = _worker_pids(pid_dir)
     assert len(pids) == 2, "workers did not start before the timeout: raise the timeout"

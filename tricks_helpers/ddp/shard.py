@@ -1,31 +1,35 @@
 """When the replica does not fit: FSDP2 ``fully_shard`` beside DDP and its knobs (chapter 08).
 
-Run it under torchrun (from a notebook: :func:`tricks_helpers.launch.run_torchrun`)::
+Every rank runs :func:`run_variants`; launch it under torchrun through the family's entry point
+(from a notebook: :func:`tricks_helpers.ddp.run_torchrun`)::
 
-    torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_shard --out DIR \\
+    torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp shard --out DIR \\
         --variant ddp --variant fsdp --variant static_graph
 
-Every variant (a key of :data:`VARIANTS`) trains the same MLP (:func:`make_mlp`, seeded alike on
-every rank) with Adam on the same data (each rank its slice of every global batch), in
+Every variant (a key of :data:`SHARD_VARIANTS`) trains the same MLP (:func:`make_mlp`, seeded
+alike on every rank) with Adam on the same data (each rank its slice of every global batch), in
 ``rounds`` timed rounds of ``steps`` steps, interleaved with the other variants' rounds
 (:func:`run_variants`), and writes ``<variant>.rank<r>.json``: the losses (this rank's), the
 bytes of its parameters and of its optimizer state (local shards under FSDP), the buckets DDP
 all-reduced (counted by a communication hook that wraps the default one; 0 under FSDP), the
 distinct storages behind the gradients, and the seconds of each round (``epoch_seconds``,
-after a barrier). Read them with :func:`tricks_helpers.ddp_check.load_results`; the bytes
-FSDP must hold per rank are :func:`expected_shard_bytes`. Gloo on CPU.
+after a barrier). Read them with :func:`tricks_helpers.ddp.check.load_results`; the bytes
+FSDP must hold per rank are :func:`expected_shard_bytes`.
+
+Gloo on CPU: the model, the data and FSDP2's device mesh (:func:`cpu_mesh`) are on the CPU.
+Without an explicit ``mesh=``, ``fully_shard`` builds its mesh on the accelerator
+(``torch._C._get_accelerator()``: CUDA on a GPU host), moves the parameters and inputs there,
+and a CPU target no longer matches; so every ``fully_shard`` call here names the CPU mesh.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -33,19 +37,22 @@ import torch.nn.functional as F
 from torch import nn
 
 from tricks_helpers._checks import check_choice, check_int, check_type
-from tricks_helpers.ddp_train import AllReduceCounter, write_json
+from tricks_helpers.ddp.common import AllReduceCounter, write_result
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
 
 __all__ = [
-    "VARIANTS",
+    "SHARD_VARIANTS",
     "make_mlp",
-    "tensor_bytes",
+    "local_element_bytes",
     "expected_shard_bytes",
+    "cpu_mesh",
     "run_variants",
-    "main",
 ]
 
 #: Variant name -> DDP keyword arguments (``None``: FSDP2 ``fully_shard`` instead of DDP).
-VARIANTS: dict[str, dict[str, Any] | None] = {
+SHARD_VARIANTS: dict[str, dict[str, Any] | None] = {
     "ddp": {},
     "fsdp": None,
     "static_graph": {"static_graph": True},
@@ -78,21 +85,40 @@ def _local(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if hasattr(t, "to_local") else t
 
 
-def tensor_bytes(tensors: Any) -> int:
-    """Bytes of the tensors' own elements (a DTensor counts its local shard only).
+def local_element_bytes(tensors: Any) -> int:
+    """Bytes of the elements the tensors hold on this rank (a DTensor: its local shard only).
+
+    What it counts, per layout: a strided tensor, ``numel() * element_size()`` (its elements,
+    not its storage: a view counts its own elements, and two views of one storage count twice;
+    ``tricks_helpers.memory.tensor_bytes`` counts deduplicated storage instead); a sparse COO
+    tensor, what it stores: its values and its indices (``nnz`` values and ``sparse_dim x nnz``
+    int64 indices), never its dense size.
 
     Raises:
         TypeError: ``tensors`` is not an iterable, or an element is not a tensor.
+        ValueError: a tensor of another layout (sparse CSR/CSC/BSR/BSC, jagged), whose bytes
+            this function does not count.
     """
+    where = "local_element_bytes"
     if not isinstance(tensors, Iterable):
         raise TypeError(
-            f"tensor_bytes: tensors must be an iterable of tensors, got {type(tensors).__name__}"
+            f"{where}: tensors must be an iterable of tensors, got {type(tensors).__name__}"
         )
     total = 0
     for i, t in enumerate(tensors):
-        check_type("tensor_bytes", f"tensors[{i}]", t, torch.Tensor)
+        check_type(where, f"tensors[{i}]", t, torch.Tensor)
         local = _local(t)
-        total += local.numel() * local.element_size()
+        if local.layout == torch.strided:
+            total += local.numel() * local.element_size()
+        elif local.layout == torch.sparse_coo:
+            values, indices = local._values(), local._indices()
+            total += values.numel() * values.element_size()
+            total += indices.numel() * indices.element_size()
+        else:
+            raise ValueError(
+                f"{where}: tensors[{i}] has layout {local.layout}; only strided and "
+                f"sparse COO tensors are counted"
+            )
     return total
 
 
@@ -120,23 +146,48 @@ def expected_shard_bytes(model: nn.Module, world_size: int, rank: int) -> int:
     return total
 
 
+def cpu_mesh() -> DeviceMesh:
+    """FSDP2's 1-D device mesh over every rank of the gloo process group, on the CPU.
+
+    ``fully_shard(module)`` without ``mesh=`` builds ``init_device_mesh(accelerator, (world,))``
+    with ``torch._C._get_accelerator()``, CUDA on a GPU host even under gloo, and moves the
+    parameters there; this mesh keeps them on the CPU, where gloo and the chapter's data are.
+
+    Returns:
+        A ``DeviceMesh`` of device type ``"cpu"`` and shape ``(world_size,)``.
+
+    Raises:
+        ValueError: no process group is initialised, or its backend is not gloo (a CPU mesh
+            on NCCL has no collective to run).
+    """
+    if not dist.is_initialized():
+        raise ValueError("cpu_mesh: no process group: call dist.init_process_group('gloo') first")
+    backend = dist.get_backend()
+    if backend != "gloo":
+        raise ValueError(f"cpu_mesh: the process group must use gloo (CPU), got {backend!r}")
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (dist.get_world_size(),))
+
+
 class _Run:
     """One variant on this rank: its wrapped model, optimizer, data stream and records."""
 
     def __init__(self, name: str, seed: int) -> None:
         self.name = name
         self.model = make_mlp(seed)  # alike on every rank
-        self.replica_bytes = tensor_bytes(self.model.parameters())
+        self.replica_bytes = local_element_bytes(self.model.parameters())
         self.counter = AllReduceCounter()
-        if VARIANTS[name] is None:
+        if SHARD_VARIANTS[name] is None:
             from torch.distributed.fsdp import fully_shard
 
+            mesh = cpu_mesh()  # not the accelerator's: the model and the data stay on the CPU
             for layer in self.model:
                 if isinstance(layer, nn.Linear):
-                    fully_shard(layer)
-            self.net = fully_shard(self.model)
+                    fully_shard(layer, mesh=mesh)
+            self.net = fully_shard(self.model, mesh=mesh)
         else:
-            self.net = nn.parallel.DistributedDataParallel(self.model, **VARIANTS[name])
+            self.net = nn.parallel.DistributedDataParallel(self.model, **SHARD_VARIANTS[name])
             self.net.register_comm_hook(self.counter, AllReduceCounter.hook)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.data = torch.Generator().manual_seed(seed + 1)  # same global batches on every rank
@@ -169,9 +220,10 @@ class _Run:
             rank=dist.get_rank(),
             world_size=dist.get_world_size(),
             losses=self.losses,
+            device=sorted({_local(p).device.type for p in self.model.parameters()}),
             replica_bytes=self.replica_bytes,
-            param_bytes=tensor_bytes(self.model.parameters()),
-            optim_bytes=tensor_bytes(moments),
+            param_bytes=local_element_bytes(self.model.parameters()),
+            optim_bytes=local_element_bytes(moments),
             allreduce_calls=self.counter.calls,
             grad_storages=self.storages,
             threads=torch.get_num_threads(),
@@ -193,7 +245,8 @@ def run_variants(
     Round ``i`` of every variant runs before round ``i + 1`` of any (``steps`` steps each,
     after a barrier), so the rounds that ``bench.comparison_from_times`` pairs ran under
     similar conditions. Writes ``<out_dir>/<name>.rank<r>.json`` per variant (through a
-    temporary name) with ``name``, ``rank``, ``world_size``, ``losses``, ``param_bytes``,
+    temporary name) with ``name``, ``rank``, ``world_size``, ``losses``, ``device`` (the device
+    types of this rank's parameters, ``["cpu"]``), ``param_bytes``,
     ``optim_bytes``, ``replica_bytes``, ``allreduce_calls``, ``grad_storages`` (distinct
     storages behind the gradients at the last step: one per parameter, or one per bucket with
     ``gradient_as_bucket_view``), ``threads`` and ``epoch_seconds`` (one per round).
@@ -203,14 +256,14 @@ def run_variants(
 
     Raises:
         TypeError, ValueError: an unknown or repeated variant, counts below 1, a missing
-            ``out_dir`` (all checked before anything is built).
+            ``out_dir``, no gloo process group (all checked before anything is built).
     """
     where = "run_variants"
     check_type(where, "names", names, Sequence)
     if isinstance(names, str) or not names or len(set(names)) != len(names):
         raise ValueError(f"{where}: names must be distinct variant names, got {names!r}")
     for n in names:
-        check_choice(where, "names", n, VARIANTS)
+        check_choice(where, "names", n, SHARD_VARIANTS)
     check_type(where, "out_dir", out_dir, (str, os.PathLike))
     if not Path(out_dir).is_dir():
         raise ValueError(f"{where}: out_dir: no such directory: {os.fspath(out_dir)!r}")
@@ -218,6 +271,12 @@ def run_variants(
     steps = check_int(where, "steps", steps, minimum=1)
     batch_size = check_int(where, "batch_size", batch_size, minimum=1)
     seed = check_int(where, "seed", seed, minimum=0)
+    backend = dist.get_backend() if dist.is_initialized() else None
+    if backend != "gloo":
+        raise ValueError(
+            f"{where}: needs an initialised gloo process group (the model and data are on the "
+            f"CPU), got {backend or 'none'}"
+        )
     runs = [_Run(n, seed) for n in names]
     for _ in range(rounds):
         for run in runs:
@@ -225,34 +284,5 @@ def run_variants(
     results = {}
     for run in runs:
         results[run.name] = result = run.result()
-        write_json(Path(out_dir) / f"{run.name}.rank{result['rank']}.json", result)
+        write_result(out_dir, result)
     return results
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point (run under torchrun, gloo); see the module docstring."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tricks_helpers.ddp_shard",
-        description="Train DDP variants and FSDP2 on every rank; write per-rank results.",
-    )
-    parser.add_argument("--out", required=True, help="existing directory for the results")
-    parser.add_argument("--variant", action="append", required=True, choices=list(VARIANTS))
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--steps", type=int, default=5)
-    args = parser.parse_args(argv)
-    if "RANK" not in os.environ:
-        parser.error("run me under torchrun (RANK is not set)")
-    if not Path(args.out).is_dir():
-        parser.error(f"--out: no such directory: {args.out}")
-    dist.init_process_group("gloo")
-    try:
-        names = list(dict.fromkeys(args.variant))
-        run_variants(names, args.out, rounds=args.rounds, steps=args.steps)
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

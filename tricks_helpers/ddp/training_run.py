@@ -1,8 +1,9 @@
-"""A small, complete DistributedDataParallel training script (introduced in chapter 08).
+"""A small, complete DistributedDataParallel training run (introduced in chapter 08).
 
-Run it under torchrun (from a notebook: :func:`tricks_helpers.launch.run_torchrun`)::
+Every rank runs :func:`train`; launch it under torchrun through the family's entry point
+(from a notebook: :func:`tricks_helpers.ddp.run_torchrun`)::
 
-    torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_train --out DIR \\
+    torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp train --out DIR \\
         --variant ddp --variant no_set_epoch:set_epoch=0 --variant accum_sync:accum=4,no_sync=0
 
 Each ``--variant NAME[:key=value,...]`` trains one configuration (a :class:`RunConfig`; the
@@ -11,16 +12,16 @@ keys are its fields, ``0``/``1`` for booleans) in the same process group, so one
 ``NAME.rank<r>.json`` (see :func:`train` for the fields: the sample order of every epoch,
 the losses, parameter hashes, the all-reduce count, timings) and rank 0 writes
 ``NAME.pt``, the final ``state_dict``. Read them back with
-:func:`tricks_helpers.ddp_check.load_results`.
+:func:`tricks_helpers.ddp.check.load_results`.
 
-Backend: NCCL with one GPU per process when CUDA has enough GPUs for every local rank,
-else gloo on CPU. On NCCL the script first turns on deterministic algorithms
-(:func:`tricks_helpers.determinism.enable_determinism`, ``warn_only=True``: an op without a
-deterministic kernel warns in the log) so that two launches give bitwise-equal parameters on
-the same GPUs and rank count; gloo on CPU needs nothing (its all-reduce sums in a fixed order).
-The same training run, simulated in one process on the same global batches, is
-:func:`tricks_helpers.ddp_check.train_reference`: DDP must give its parameters (up to float
-rounding).
+Backend (chosen by :mod:`tricks_helpers.ddp.ranks`): NCCL with one GPU per process when CUDA
+has enough GPUs for every local rank, else gloo on CPU. On NCCL the entry point first turns on
+deterministic algorithms (:func:`tricks_helpers.determinism.enable_determinism`,
+``warn_only=True``: an op without a deterministic kernel warns in the log) so that two launches
+give bitwise-equal parameters on the same GPUs and rank count; gloo on CPU needs nothing (its
+all-reduce sums in a fixed order). The same training run, simulated in one process on the same
+global batches, is :func:`tricks_helpers.ddp.check.train_reference`: DDP must give its
+parameters (up to float rounding).
 
 Guarantees: the data set is generated from a fixed seed (identical on every rank); model
 init is seeded alike on every rank; augmentation noise is seeded apart (``seed + 1 + rank``);
@@ -29,15 +30,11 @@ results are written to a temporary name and renamed, so a reader never sees half
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import hashlib
-import json
 import os
-import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +47,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
-from tricks_helpers.determinism import enable_determinism
+from tricks_helpers.ddp.common import AllReduceCounter, write_result
 
 __all__ = [
     "RunConfig",
@@ -59,10 +56,7 @@ __all__ = [
     "make_model",
     "params_hash",
     "parse_run",
-    "write_json",
-    "AllReduceCounter",
     "train",
-    "main",
 ]
 
 _INT_FIELDS = ("epochs", "batch_size", "accum", "samples", "features", "classes", "hidden")
@@ -221,31 +215,6 @@ def parse_run(spec: str, defaults: RunConfig | None = None) -> RunConfig:
     return dataclasses.replace(defaults, **changes)
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON to ``path`` whole or not at all (a temporary file, then a rename).
-
-    Each rank of a launch writes its results this way (here, :mod:`ddp_shard`,
-    :mod:`ddp_seeding`), so a reader never sees half a file.
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
-
-
-class AllReduceCounter:
-    """DDP communication hook: counts the buckets all-reduced, then all-reduces (mean)."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    @staticmethod
-    def hook(state, bucket):  # no annotations: DDP checks them, and this module defers them
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-        state.calls += 1
-        return default_hooks.allreduce_hook(None, bucket)
-
-
 def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     """Train ``cfg`` on this rank of the initialised process group and write its results.
 
@@ -332,63 +301,9 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
         optimizer_steps=steps,
         epoch_seconds=epoch_seconds,
     )
-    write_json(out_dir / f"{cfg.name}.rank{rank}.json", result)
+    write_result(out_dir, result)
     if rank == 0:
         tmp = out_dir / f"{cfg.name}.pt.tmp"
         torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
         tmp.replace(out_dir / f"{cfg.name}.pt")
     return result
-
-
-def _choose_backend(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    if torch.cuda.is_available() and torch.cuda.device_count() >= local_world:
-        return "nccl"
-    return "gloo"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point (run under torchrun); see the module docstring."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tricks_helpers.ddp_train",
-        description="Train small DDP runs and write per-rank results.",
-    )
-    parser.add_argument("--out", required=True, help="existing directory for the results")
-    parser.add_argument(
-        "--variant",
-        action="append",
-        required=True,
-        metavar="NAME[:key=value,...]",
-        help="a run to train (repeatable); keys are RunConfig fields",
-    )
-    parser.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
-    args = parser.parse_args(argv)
-    if "RANK" not in os.environ:
-        parser.error(
-            "run me under torchrun (RANK is not set), e.g. "
-            "torchrun --standalone --nproc-per-node 2 -m tricks_helpers.ddp_train ..."
-        )
-    out = Path(args.out)
-    if not out.is_dir():
-        parser.error(f"--out: no such directory: {args.out}")
-    runs = [parse_run(spec) for spec in args.variant]
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        parser.error(f"--variant: names must be unique, got {names}")
-    backend = _choose_backend(args.backend)
-    if backend == "nccl":
-        enable_determinism(warn_only=True)  # before the first CUDA work (cuBLAS, torch < 2.10)
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    dist.init_process_group(backend)
-    try:
-        for cfg in runs:
-            train(cfg, out)
-    finally:
-        dist.destroy_process_group()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.ddp_train: configs, the one-process reference, and a 2-rank gloo run."""
+"""Tests of tricks_helpers.ddp.training_run: configs, the reference, and a 2-rank gloo run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from tricks_helpers import ddp_check, ddp_train, determinism, launch
+from tricks_helpers import ddp
 
 TINY = dict(epochs=2, batch_size=8, samples=64, hidden=16, features=8)
 
@@ -17,9 +17,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_parse_run_keys_and_types():
-    cfg = ddp_train.parse_run("acc:accum=2,no_sync=0,lr=0.1")
+    cfg = ddp.parse_run("acc:accum=2,no_sync=0,lr=0.1")
     assert (cfg.name, cfg.accum, cfg.no_sync, cfg.lr) == ("acc", 2, False, 0.1)
-    assert ddp_train.parse_run("plain") == ddp_train.RunConfig(name="plain")
+    assert ddp.parse_run("plain") == ddp.RunConfig(name="plain")
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_parse_run_keys_and_types():
 )
 def test_parse_run_errors(spec, match):
     with pytest.raises(ValueError, match=match):
-        ddp_train.parse_run(spec)
+        ddp.parse_run(spec)
 
 
 @pytest.mark.parametrize(
@@ -55,25 +55,25 @@ def test_parse_run_errors(spec, match):
 )
 def test_run_config_wrong_types_raise_type_error(kwargs, match):
     with pytest.raises(TypeError, match=match):
-        ddp_train.RunConfig(**kwargs)
+        ddp.RunConfig(**kwargs)
 
 
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: ddp_train.parse_run(3), "spec must be str"),
-        (lambda: ddp_train.parse_run("x", defaults={}), "defaults must be RunConfig"),
-        (lambda: ddp_check.train_reference("x", 2), "cfg must be RunConfig"),
+        (lambda: ddp.parse_run(3), "spec must be str"),
+        (lambda: ddp.parse_run("x", defaults={}), "defaults must be RunConfig"),
+        (lambda: ddp.train_reference("x", 2), "cfg must be RunConfig"),
         (
-            lambda: ddp_check.train_reference(ddp_train.RunConfig(), 2.0),
+            lambda: ddp.train_reference(ddp.RunConfig(), 2.0),
             "world_size must be an int",
         ),
-        (lambda: ddp_train.RunConfig().steps_per_epoch("2"), "world_size must be an integer"),
-        (lambda: ddp_train.make_dataset(None), "cfg must be RunConfig"),
-        (lambda: ddp_train.params_hash("model"), "model must be Module"),
-        (lambda: ddp_train.IndexedDataset([1, 2], torch.zeros(2)), "X must be Tensor"),
-        (lambda: ddp_check.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
-        (lambda: ddp_check.load_results(".", "ddp", "2"), "world_size must be an integer"),
+        (lambda: ddp.RunConfig().steps_per_epoch("2"), "world_size must be an integer"),
+        (lambda: ddp.make_dataset(None), "cfg must be RunConfig"),
+        (lambda: ddp.params_hash("model"), "model must be Module"),
+        (lambda: ddp.IndexedDataset([1, 2], torch.zeros(2)), "X must be Tensor"),
+        (lambda: ddp.load_results(3, "ddp", 2), "out_dir must be str or PathLike"),
+        (lambda: ddp.load_results(".", "ddp", "2"), "world_size must be an integer"),
     ],
 )
 def test_wrong_types_raise_type_error(call, match):
@@ -82,67 +82,32 @@ def test_wrong_types_raise_type_error(call, match):
 
 
 def test_steps_per_epoch_checks_accumulation():
-    cfg = ddp_train.RunConfig(samples=64, batch_size=8, accum=2)
+    cfg = ddp.RunConfig(samples=64, batch_size=8, accum=2)
     assert cfg.steps_per_epoch(2) == 4
     with pytest.raises(ValueError, match="not a positive multiple of accum=3"):
-        ddp_train.RunConfig(samples=64, batch_size=8, accum=3).steps_per_epoch(2)
+        ddp.RunConfig(samples=64, batch_size=8, accum=3).steps_per_epoch(2)
     with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
-        ddp_check.train_reference(cfg, 0)
+        ddp.train_reference(cfg, 0)
     with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
         cfg.steps_per_epoch(0)
 
 
 def test_dataset_is_fixed_and_indexed():
-    cfg = ddp_train.RunConfig(**TINY)
-    a, b = ddp_train.make_dataset(cfg), ddp_train.make_dataset(cfg)
+    cfg = ddp.RunConfig(**TINY)
+    a, b = ddp.make_dataset(cfg), ddp.make_dataset(cfg)
     assert torch.equal(a.X, b.X) and torch.equal(a.y, b.y)
     assert a[5][2] == 5 and len(a) == 64
     with pytest.raises(ValueError, match="4 inputs but 3 labels"):
-        ddp_train.IndexedDataset(torch.zeros(4, 2), torch.zeros(3))
-
-
-def test_main_refuses_to_run_outside_torchrun(monkeypatch, tmp_path, capsys):
-    monkeypatch.delenv("RANK", raising=False)
-    with pytest.raises(SystemExit):
-        ddp_train.main(["--out", str(tmp_path), "--variant", "x"])
-    assert "run me under torchrun" in capsys.readouterr().err
-
-
-def test_nccl_branch_turns_on_determinism_first(monkeypatch, tmp_path):
-    """Issue 20, defect 5: bitwise run-to-run equality on NCCL needs deterministic kernels."""
-    seen = []
-
-    class Stop(Exception):
-        pass
-
-    def set_device(index):
-        seen.append(("set_device", torch.are_deterministic_algorithms_enabled()))
-
-    def init_process_group(backend):
-        seen.append((backend, torch.are_deterministic_algorithms_enabled()))
-        raise Stop
-
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setattr(ddp_train, "_choose_backend", lambda requested: "nccl")
-    monkeypatch.setattr(torch.cuda, "set_device", set_device)
-    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    monkeypatch.setattr(ddp_train.dist, "init_process_group", init_process_group)
-    before = determinism.current_settings()
-    try:
-        with pytest.raises(Stop):
-            ddp_train.main(["--out", str(tmp_path), "--variant", "x"])
-        assert seen == [("set_device", True), ("nccl", True)]
-        assert torch.is_deterministic_algorithms_warn_only_enabled()
-    finally:
-        determinism.restore_settings(before)
+        ddp.IndexedDataset(torch.zeros(4, 2), torch.zeros(3))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torchrun launch test on Linux")
 def test_two_rank_gloo_run_matches_one_process(tmp_path):
     tiny = ",".join(f"{k}={v}" for k, v in TINY.items())
-    launch.run_torchrun(
-        "tricks_helpers.ddp_train",
+    ddp.run_torchrun(
+        "tricks_helpers.ddp",
         [
+            "train",
             "--out",
             tmp_path,
             "--backend",
@@ -159,7 +124,7 @@ def test_two_rank_gloo_run_matches_one_process(tmp_path):
         timeout=180,
     )
     for name, accum, set_epoch in (("ddp", 1, True), ("acc", 2, True), ("stale", 1, False)):
-        r0, r1 = ddp_check.load_results(tmp_path, name, 2)
+        r0, r1 = ddp.load_results(tmp_path, name, 2)
         assert (r0["rank"], r1["rank"], r0["backend"]) == (0, 1, "gloo")
         assert r0["init_hash"] == r1["init_hash"]  # seeded alike
         assert r0["final_hash"] == r1["final_hash"]  # replicas stay in sync
@@ -169,8 +134,8 @@ def test_two_rank_gloo_run_matches_one_process(tmp_path):
         assert (r0["epoch_orders"][0] == r0["epoch_orders"][1]) == (not set_epoch)
         assert r0["optimizer_steps"] == 2 * 4 // accum
         assert r0["allreduce_calls"] == r0["optimizer_steps"]  # one bucket, no_sync between
-        cfg = ddp_train.parse_run(f"{name}:{tiny},accum={accum},set_epoch={int(set_epoch)}")
-        ref, losses = ddp_check.train_reference(cfg, 2)
+        cfg = ddp.parse_run(f"{name}:{tiny},accum={accum},set_epoch={int(set_epoch)}")
+        ref, losses = ddp.train_reference(cfg, 2)
         state = torch.load(tmp_path / f"{name}.pt")
         diff = max((state[k] - v).abs().max().item() for k, v in ref.state_dict().items())
         assert diff < 1e-5

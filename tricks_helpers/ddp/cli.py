@@ -2,8 +2,8 @@
 
 :func:`torchrun_command` returns the argv list for a single-node launch (``--standalone``: a
 local rendezvous on a free port) or a multi-node one (``--nnodes``, ``--rdzv-*``: the same
-command on every node). :func:`tricks_helpers.launch.run_torchrun` runs the same command;
-:mod:`tricks_helpers.launch` hands :func:`torchrun_command` on.
+command on every node). :func:`tricks_helpers.ddp.run_torchrun` runs the same command;
+:mod:`tricks_helpers.ddp` hands :func:`torchrun_command` on.
 """
 
 from __future__ import annotations
