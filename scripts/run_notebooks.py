@@ -32,9 +32,7 @@ from pathlib import Path
 import nbformat
 
 from find_notebooks import notebooks_from_args
-from tricks_helpers.bench import read_records
-from tricks_helpers.limits import measure_limits
-from tricks_helpers.machine_records import (
+from machine_records import (
     limits_record,
     machine_facts,
     merge_results,
@@ -42,8 +40,10 @@ from tricks_helpers.machine_records import (
     results_path,
     write_results,
 )
-from tricks_helpers.notebook_run import execute_notebook
-from tricks_helpers.survey import records_env
+from notebook_run import execute_notebook
+from survey import records_env
+from tricks_helpers.bench.records import read_records
+from tricks_helpers.limits import measure_limits
 
 
 @dataclass

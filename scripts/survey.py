@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tricks_helpers.bench import CHAPTER_ENV, RECORDS_ENV, read_records
-from tricks_helpers.machine_records import (
+from machine_records import (
     compare_verdicts,
     limits_record,
     machine_facts,
@@ -37,7 +36,8 @@ from tricks_helpers.machine_records import (
     results_path,
     write_results,
 )
-from tricks_helpers.notebook_run import execute_notebook
+from notebook_run import execute_notebook
+from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, read_records
 
 __all__ = ["records_env", "run_chapter", "survey", "reference_file", "main"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
+import machine_records
 import run_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from tricks_helpers import machine_records
 
 
 def test_outcome_lines_and_summary():

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.notebook_run: the one notebook executor of run_notebooks and survey."""
+"""Tests of scripts/notebook_run.py: the one notebook executor of run_notebooks and survey."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import nbformat
 import pytest
 
-from tricks_helpers.notebook_run import execute_notebook, first_error
+from notebook_run import execute_notebook, first_error
 
 
 def test_first_error_names_the_code_cell_and_error():
