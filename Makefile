@@ -101,10 +101,10 @@ execute: venv
 	$(BIN)/python scripts/run_notebooks.py $(NB)
 
 survey: venv
-	$(BIN)/python scripts/survey.py $(NB)
+	$(BIN)/python scripts/run_notebooks.py --survey $(NB)
 
 survey-compare: venv
-	$(BIN)/python scripts/survey.py --compare
+	$(BIN)/python scripts/run_notebooks.py --compare
 
 colab: venv
 	$(BIN)/python scripts/colab_cell.py

@@ -37,6 +37,22 @@ def test_refuses_a_missing_notebook_and_a_bad_timeout(tmp_path, make_notebook):
         execute_notebook(path, timeout=1.5)
 
 
+
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        (b"{not json", "unreadable notebook: NotJSONError: Notebook does not appear to be JSON"),
+        (b"\xff\xfe", "unreadable notebook: UnicodeDecodeError"),
+        (b'{"cells": 3}', "unreadable notebook: "),
+    ],
+)
+def test_an_unreadable_notebook_is_an_error_not_a_crash(tmp_path, content, error):
+    path = tmp_path / "bad.ipynb"
+    path.write_bytes(content)
+    done = execute_notebook(path)
+    assert not done.ok and done.nb is None and done.error.startswith(error)
+
+
 @pytest.mark.slow
 def test_runs_in_the_notebooks_folder_with_its_env_and_never_writes(make_notebook):
     src = "import os\nprint(os.path.basename(os.getcwd()), os.environ['NB_RUN_TEST'])\n1/0"
