@@ -37,7 +37,6 @@ def test_refuses_a_missing_notebook_and_a_bad_timeout(tmp_path, make_notebook):
         execute_notebook(path, timeout=1.5)
 
 
-
 @pytest.mark.parametrize(
     "content, error",
     [
