@@ -1,4 +1,4 @@
-"""Tests of scripts/notebook_run.py: the one notebook executor of run_notebooks and survey."""
+"""Tests of scripts/notebook_run.py: the one notebook executor of the runner (run_notebooks)."""
 
 from __future__ import annotations
 
