@@ -2,8 +2,9 @@
 
 Read from the source with :mod:`ast` (nothing is imported): every ``import`` of a
 ``tricks_helpers`` module anywhere in a file, function bodies included, is an arrow, and so is a
-lazy import by name (a file calling ``importlib.import_module`` reaches each of its own
-package's modules whose name it spells as a string, as the storage face does). A module's
+module named in a string: a full dotted name (a module started with ``python -m``, as a
+launcher does) or, in a file calling ``importlib.import_module``, the name of one of its own
+package's modules (a lazy import, as the storage face does). A module's
 floor is 0 when it imports no sibling, else one above the highest floor it imports.
 
     python scripts/import_graph.py [PACKAGE_DIR]   # prints floors and arrows
@@ -17,6 +18,7 @@ directly or through another package module, belongs in ``scripts/``.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -70,18 +72,21 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, set
 
 
 def _lazy_imports(package: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """Modules of ``package`` a file imports by name through ``importlib.import_module``."""
+    """Modules a file names in a string: full dotted names (``python -m``), and the modules of
+    ``package`` it imports by their short name through ``importlib.import_module``."""
     tree = ast.parse(path.read_text(), str(path))
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    names = {s for s in names if isinstance(s, str)}
+    found = {s for s in names if s in modules and "." in s}  # not the bare package name
     calls = any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and n.func.attr == "import_module"
         for n in ast.walk(tree)
     )
-    if not calls:
-        return set()
-    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
-    return {f"{package}.{s}" for s in names if isinstance(s, str) and f"{package}.{s}" in modules}
+    if calls:
+        found |= {f"{package}.{s}" for s in names if f"{package}.{s}" in modules}
+    return found
 
 
 def graph(package_dir: Path = DEFAULT_DIR) -> dict[str, dict[str, set[str]]]:
@@ -159,7 +164,8 @@ def chapter_imports(notebook: Path) -> set[str]:
 
     Every code cell is parsed (IPython ``%`` and ``!`` lines blanked); ``import
     tricks_helpers.x`` and ``from tricks_helpers.x import y`` count too (the audit forbids them
-    in a chapter, but a module they name is still reached).
+    in a chapter, but a module they name is still reached), and so does a string that is a
+    full module name (``"tricks_helpers.ddp_train"``: a module the chapter launches by name).
 
     Raises:
         ValueError: on a code cell that is not Python.
@@ -185,6 +191,9 @@ def chapter_imports(notebook: Path) -> set[str]:
                 out.update(f"{node.module}.{a.name}" for a in node.names)
             elif isinstance(node, ast.Import):
                 out.update(a.name for a in node.names if a.name.startswith(ROOT_NAME))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if re.fullmatch(rf"{ROOT_NAME}(\.\w+)+", node.value):
+                    out.add(node.value)
     return out
 
 

@@ -86,3 +86,21 @@ def test_unreached_names_the_modules_no_chapter_imports(tmp_path):
     ]
     assert import_graph.unreached(pkg, []) == sorted(edges), "no chapter reaches nothing"
     assert "tricks_helpers" in import_graph.reached(edges, {"tricks_helpers.topic.deep"})
+
+
+def test_a_module_launched_by_name_is_reached(tmp_path):
+    pkg = tmp_path / "tricks_helpers"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""tricks_helpers"""\n')
+    (pkg / "launcher.py").write_text("CMD = ['-m', 'tricks_helpers.worker']\n")
+    (pkg / "worker.py").write_text("")
+    (pkg / "script.py").write_text("")
+    (pkg / "other.py").write_text("")
+    nb = chapter(
+        tmp_path / "08_a.ipynb",
+        "from tricks_helpers import launcher\nrun('tricks_helpers.script', module=True)",
+    )
+    assert import_graph.graph(pkg)["tricks_helpers.launcher"] == {"tricks_helpers.worker": set()}
+    assert import_graph.graph(pkg)["tricks_helpers"] == {}, "its own name is no arrow"
+    assert "tricks_helpers.script" in import_graph.chapter_imports(nb)
+    assert import_graph.unreached(pkg, [nb]) == ["tricks_helpers.other"]
