@@ -141,10 +141,10 @@ execute: venv
 	$(BIN)/python scripts/run_notebooks.py $(NB)
 
 survey: venv
-	$(BIN)/python -m tricks_helpers.survey $(NB)
+	$(BIN)/python scripts/run_notebooks.py --survey $(NB)
 
 survey-compare: venv
-	$(BIN)/python -m tricks_helpers.survey --compare
+	$(BIN)/python scripts/run_notebooks.py --compare
 
 colab: venv
 	$(BIN)/python scripts/colab_cell.py

@@ -1,18 +1,24 @@
 """The import graph of ``tricks_helpers``: floors, arrows, loops and re-exported names.
 
 Read from the source with :mod:`ast` (nothing is imported): every ``import`` of a
-``tricks_helpers`` module anywhere in a file, function bodies included, is an arrow. A module's
+``tricks_helpers`` module anywhere in a file, function bodies included, is an arrow, and so is a
+module named in a string: a full dotted name (a module started with ``python -m``, as a
+launcher does) or, in a file calling ``importlib.import_module``, the name of one of its own
+package's modules (a lazy import, as the storage face does). A module's
 floor is 0 when it imports no sibling, else one above the highest floor it imports.
 
     python scripts/import_graph.py [PACKAGE_DIR]   # prints floors and arrows
 
-``tests/test_package_layout.py`` asserts on it: no loop, and no module re-exports a sibling's
-names except a package face (an ``__init__``) handing on names of its own modules.
+``tests/test_package_layout.py`` asserts on it: no loop, no module re-exports a sibling's
+names except a package face (an ``__init__``) handing on names of its own modules, and every
+module is reached from a chapter's imports (:func:`unreached`): a module no chapter imports,
+directly or through another package module, belongs in ``scripts/``.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -59,8 +65,28 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, set
                     out.setdefault(sub, set())
                 elif m := _resolve(base, modules):
                     out.setdefault(m, set()).add(alias.asname or alias.name)
+    for lazy in _lazy_imports(package, path, modules):
+        out.setdefault(lazy, set())
     out.pop(name, None)
     return out
+
+
+def _lazy_imports(package: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Modules a file names in a string: full dotted names (``python -m``), and the modules of
+    ``package`` it imports by their short name through ``importlib.import_module``."""
+    tree = ast.parse(path.read_text(), str(path))
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    names = {s for s in names if isinstance(s, str)}
+    found = {s for s in names if s in modules and "." in s}  # not the bare package name
+    calls = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "import_module"
+        for n in ast.walk(tree)
+    )
+    if calls:
+        found |= {f"{package}.{s}" for s in names if f"{package}.{s}" in modules}
+    return found
 
 
 def graph(package_dir: Path = DEFAULT_DIR) -> dict[str, dict[str, set[str]]]:
@@ -133,6 +159,80 @@ def re_exports(package_dir: Path = DEFAULT_DIR) -> list[str]:
     return bad
 
 
+def chapter_imports(notebook: Path) -> set[str]:
+    """The package modules a chapter notebook imports (``from tricks_helpers import a, b``).
+
+    Every code cell is parsed (IPython ``%`` and ``!`` lines blanked); ``import
+    tricks_helpers.x`` and ``from tricks_helpers.x import y`` count too (the audit forbids them
+    in a chapter, but a module they name is still reached), and so does a string that is a
+    full module name (``"tricks_helpers.ddp_train"``: a module the chapter launches by name).
+
+    Raises:
+        ValueError: on a code cell that is not Python.
+    """
+    import json
+
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    out: set[str] = set()
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        lines = [
+            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+        ]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError as exc:
+            raise ValueError(f"{notebook.name}: cell {index} is not Python: {exc}") from exc
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(ROOT_NAME):
+                out.add(node.module)
+                out.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name.startswith(ROOT_NAME))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if re.fullmatch(rf"{ROOT_NAME}(\.\w+)+", node.value):
+                    out.add(node.value)
+    return out
+
+
+def reached(edges: dict[str, dict[str, set[str]]], roots: set[str]) -> set[str]:
+    """Every module reached from ``roots`` along the arrows (a module reaches its package too).
+
+    Importing ``tricks_helpers.a.b`` runs ``tricks_helpers`` and ``tricks_helpers.a`` first, so
+    a module's parent packages count as reached with it.
+    """
+    seen: set[str] = set()
+    todo = [r for r in roots if r in edges]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        parent = node.rpartition(".")[0]
+        todo += [d for d in edges[node] if d not in seen]
+        if parent in edges and parent not in seen:
+            todo.append(parent)
+    return seen
+
+
+def unreached(package_dir: Path = DEFAULT_DIR, notebooks: list[Path] | None = None) -> list[str]:
+    """The package's modules no chapter reaches (sorted): each belongs in ``scripts/``.
+
+    ``notebooks``: the chapters (default: ``_toc.yml``'s, via ``find_notebooks``).
+    """
+    if notebooks is None:
+        from find_notebooks import chapter_notebooks
+
+        notebooks = chapter_notebooks()
+    edges = graph(package_dir)
+    roots = set().union(*(chapter_imports(nb) for nb in notebooks)) if notebooks else set()
+    # `python -m pkg` runs pkg/__main__.py: a package a chapter reaches reaches its entry point
+    roots |= {f"{m}.__main__" for m in reached(edges, roots)} & set(edges)
+    return sorted(set(edges) - reached(edges, roots))
+
+
 def render(edges: dict[str, dict[str, set[str]]]) -> str:
     """Floors, highest first, each module with its arrows."""
     short = {m: m.removeprefix(ROOT_NAME + ".") for m in edges}
@@ -158,3 +258,5 @@ if __name__ == "__main__":
         print(render(g))
     print(f"{sum(len(d) for d in g.values())} arrows, {len(g)} modules")
     print("re-exported names outside a face:", *re_exports(target) or ["none"], sep="\n  ")
+    if len(sys.argv) == 1:
+        print("modules no chapter reaches:", *unreached() or ["none"], sep="\n  ")

@@ -38,9 +38,8 @@ import sys
 import tempfile
 import time
 
-#: Public modules not probed, with why: they run whole notebooks or machine-wide measurements.
+#: Public modules not probed, with why: they run machine-wide measurements.
 NOT_PROBED = {
-    "tricks_helpers.survey": "executes whole notebooks",
     "tricks_helpers.limits": "measures the machine for seconds per call",
 }
 

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tricks_helpers import charts, machine_records
+import machine_records
+from tricks_helpers import charts
 from tricks_helpers.bench import NO_CLEAR_DIFFERENCE, NOISE_THRESHOLD, fmt_measured, fmt_ratio
 
 CHART_GLOB = "results_machines_*.svg"

@@ -1,40 +1,57 @@
-"""Re-execute the book's notebooks top to bottom and report each one's time.
+"""The one notebook runner: execute the book's chapters, record every comparison they show.
 
-    python scripts/run_notebooks.py [NOTEBOOK ...]                 execute in place
-    python scripts/run_notebooks.py --no-write --keep-going [...]  only try them (make newest)
+    python scripts/run_notebooks.py [NOTEBOOK ...]                 book: execute in place
+    python scripts/run_notebooks.py --no-write --keep-going [...]  try: run only (make newest)
+    python scripts/run_notebooks.py --survey [NOTEBOOK ...]        survey (make survey)
+    python scripts/run_notebooks.py --compare [REFERENCE.json]     survey-compare
 
-Default: every chapter of ``_toc.yml``, in reading order. Uses the current Python
-environment's kernel (like ``pytest --nbval-current-env``) and runs each notebook in its own
-directory. In place, it stops at the first failing cell and leaves that notebook on disk
-untouched: this is the only way stored outputs are made. With ``--no-write`` nothing is
-written: the executed copy stays in memory, which is how ``make newest`` checks that every
-chapter still runs under another torch without comparing outputs. ``--keep-going`` goes on
-with the next notebook after a failure. A summary table ends the run: one line per notebook
-with its status, time, and the first failing cell with its error.
+Chapters come from ``_toc.yml`` in reading order (:func:`find_notebooks.notebooks_from_args`)
+unless named. Every chapter runs the same way in every mode (:func:`run_chapter`): in memory,
+on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
+``pytest --nbval-current-env``), in its own folder, with ``TRICKS_RECORDS`` and
+``TRICKS_RECORDS_CHAPTER`` set so that every shown comparison appends its record
+(:mod:`tricks_helpers.bench.records`). The modes differ only in what they keep:
 
-Every comparison a chapter shows is also recorded (``TRICKS_RECORDS``, see
-``tricks_helpers.bench.records``): when notebooks are executed in place, their records
-replace those chapters' records in ``results/<machine-id>.json`` beside ``book/`` (source
-``"book"``: the reference run the results page and ``make survey-compare`` read), with this
-machine's limits (``tricks_helpers.limits.measure_limits``, about 2.5 s, measured once before
-the first notebook). Cell outputs are the same either way.
+- ``book`` (the default, ``make execute``): a notebook whose every cell ran is written back;
+  this is the only way stored outputs are made. The first failure stops the run (unless
+  ``--keep-going``) and leaves that notebook untouched. The records of the chapters that ran
+  replace theirs in ``results/<machine-id>.json`` (source ``"book"``: the reference run the
+  results page and ``--compare`` read), with this machine's limits
+  (:func:`tricks_helpers.limits.measure_limits`, about 2.5 s, measured once before the first
+  notebook).
+- ``try`` (``--no-write``, ``make newest``): nothing is written, neither notebook nor records:
+  it checks that every chapter still runs, e.g. under another torch.
+- ``survey`` (``--survey``, ``make survey``): nothing under ``book/`` is written; every chapter
+  runs (a failure never stops the survey), and every chapter, failed ones with their error, goes
+  to ``results/<machine-id>-survey.json`` (:func:`machine_records.results_path`: beside the
+  book's records, never over them) with the limits.
+- ``compare`` (``--compare``, ``make survey-compare``): runs nothing; prints, line by line,
+  where this machine's survey verdicts agree with the reference (the one results file whose
+  ``source`` is ``"book"``, or the file named).
+
+What a chapter finished is kept when a later one fails: a notebook that cannot be read, a kernel
+that dies, even one that dies while writing a record (its cut-off last line is dropped and
+named) fail that chapter only, with the reason in its ``error``. A summary table ends a run: one
+line per notebook with its status, time and first error. ``results/`` is the folder beside
+``book/`` (``--results`` names another).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import nbformat
-
-from find_notebooks import notebooks_from_args
-from tricks_helpers.bench import read_records
-from tricks_helpers.limits import measure_limits
-from tricks_helpers.machine_records import (
+from find_notebooks import ROOT, notebooks_from_args
+from machine_records import (
+    compare_verdicts,
     limits_record,
     machine_facts,
     merge_results,
@@ -42,21 +59,36 @@ from tricks_helpers.machine_records import (
     results_path,
     write_results,
 )
-from tricks_helpers.notebook_run import execute_notebook
-from tricks_helpers.survey import records_env
+from notebook_run import execute_notebook
+from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, validate_record
+
+MODES = ("book", "try", "survey")
 
 
 @dataclass
 class Outcome:
-    """What executing one notebook gave."""
+    """What running one notebook gave: its time, its first error, the records it wrote."""
 
     name: str
     seconds: float
-    error: str = ""  # empty when every cell ran
+    error: str = ""  # empty when every cell ran and every record was read
+    records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def stem(self) -> str:
+        return Path(self.name).stem
+
+    def status(self) -> dict[str, Any]:
+        """The chapter's entry of a results file: ``{"status", "error", "seconds"}``."""
+        return {
+            "status": "ok" if self.ok else "failed",
+            "error": self.error,
+            "seconds": round(self.seconds, 1),
+        }
 
     def line(self, width: int) -> str:
         status = "ok" if self.ok else "FAILED"
@@ -64,20 +96,75 @@ class Outcome:
         return f"{text}  {self.error}" if self.error else text
 
 
-def execute(
-    path: Path, *, write: bool = True, timeout: int = 600, env: dict | None = None
-) -> Outcome:
-    """Execute ``path`` top to bottom; write it back only if ``write`` and every cell ran.
+def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None = None) -> dict:
+    """The kernel's environment: ``base`` (default ``os.environ``) plus the two record variables."""
+    return {
+        **(os.environ if base is None else base),
+        RECORDS_ENV: str(records_file),
+        CHAPTER_ENV: chapter,
+    }
 
-    ``env``: the kernel's environment (default: this process's). The executor is
-    ``tricks_helpers.notebook_run.execute_notebook``, the survey's too.
+
+def read_chapter_records(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
+    """The valid records of one chapter's records file, and what was wrong with the others.
+
+    Unlike :func:`tricks_helpers.bench.records.read_records` this never raises on a bad line:
+    a kernel that died while writing its last record leaves that line cut off (no newline),
+    and the records before it are still the chapter's. A missing file holds no record.
+
+    Returns:
+        ``(records, problem)``: ``problem`` is ``""`` when every line was a valid record of
+        ``chapter``, else one line naming each line dropped and why.
     """
-    done = execute_notebook(path, timeout=timeout, env=env)
-    if write and done.ok:
-        tmp = path.with_suffix(".ipynb.tmp")
-        nbformat.write(done.nb, tmp)
-        tmp.replace(path)
-    return Outcome(path.name, done.seconds, done.error)
+    if not path.exists():
+        return [], ""
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    records, problems = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = validate_record(json.loads(line))
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+            if number == len(lines):  # no newline after it: the write never finished
+                problems.append(f"record line {number} cut off (the kernel stopped writing it)")
+            else:
+                problems.append(f"record line {number} dropped: {exc}")
+            continue
+        if record["chapter"] != chapter:
+            problems.append(f"record line {number} names chapter {record['chapter']!r}")
+            continue
+        records.append(record)
+    return records, "; ".join(problems)
+
+
+def run_chapter(
+    path: Path,
+    *,
+    write: bool = False,
+    timeout: int = 600,
+    environ: Mapping[str, str] | None = None,
+) -> Outcome:
+    """Execute one notebook with records on; write it back only if ``write`` and every cell ran.
+
+    Never raises for the notebook's sake: a notebook that cannot be read, a failing cell, a
+    timeout, a dead kernel or a damaged records file is the outcome's ``error`` (records
+    written before the failure are kept in ``records``).
+    """
+    path = Path(path)
+    with tempfile.TemporaryDirectory(prefix="records-") as tmp:
+        records_file = Path(tmp) / f"{path.stem}.jsonl"
+        env = records_env(records_file, path.stem, environ)
+        done = execute_notebook(path, timeout=timeout, env=env)
+        records, problem = read_chapter_records(records_file, path.stem)
+    if write and done.ok and not problem:
+        import nbformat
+
+        tmp_path = path.with_suffix(".ipynb.tmp")
+        nbformat.write(done.nb, tmp_path)
+        tmp_path.replace(path)
+    error = "; ".join(e for e in (done.error, problem) if e)
+    return Outcome(path.name, done.seconds, error, records)
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -95,64 +182,162 @@ def summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def write_book_records(
-    chapters: dict, records: list, folder: Path, limits: dict | None = None
+def write_records(
+    outcomes: list[Outcome],
+    folder: Path,
+    source: str,
+    limits: Mapping[str, Any] | None = None,
+    machine: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Merge the stored notebooks' records into ``folder/<machine-id>.json`` (source "book").
+    """Merge ``outcomes`` into this machine's results file of ``source`` in ``folder``.
 
-    ``limits``: a ``machine_records.limits_record`` replacing the file's (None: kept).
+    ``limits``: a ``machine_records.limits_record`` replacing the file's (None: kept);
+    ``machine``: the machine's facts (default: this machine's).
     """
-    machine = machine_facts()
-    target = results_path(folder, machine["id"], "book")
+    machine = machine_facts() if machine is None else machine
+    target = results_path(folder, machine["id"], source)
     old = read_results(target) if target.exists() else None
-    return write_results(merge_results(old, machine, chapters, records, "book", limits), folder)
+    chapters = {o.stem: o.status() for o in outcomes}
+    records = [r for o in outcomes for r in o.records]
+    return write_results(merge_results(old, machine, chapters, records, source, limits), folder)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter)")
-    parser.add_argument(
-        "--no-write", action="store_true", help="execute in memory only; never write a notebook"
-    )
-    parser.add_argument(
-        "--keep-going", action="store_true", help="go on with the next notebook after a failure"
-    )
-    args = parser.parse_args(argv)
-    try:
-        paths = notebooks_from_args(args.notebooks)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"run_notebooks: {exc}", file=sys.stderr)
-        return 1
-    outcomes = []
-    done: dict[Path, tuple[dict, list]] = {}  # results folder -> chapters, records
-    tmp = tempfile.TemporaryDirectory(prefix="records-")
-    limits = None if args.no_write else limits_record(measure_limits())
+def run(
+    paths: list[Path],
+    mode: str = "book",
+    *,
+    results: Path | None = None,
+    keep_going: bool = False,
+    timeout: int = 600,
+    runner: Callable[..., Outcome] = run_chapter,
+    measure: Callable[[], Any] | None = None,
+) -> tuple[list[Outcome], list[Path]]:
+    """Run ``paths`` one after another in ``mode`` (see the module's docstring).
+
+    Args:
+        results: the results folder (default: ``results/`` beside each notebook's folder).
+        keep_going: go on after a failure (always so in a survey).
+        runner: runs one chapter (:func:`run_chapter`; tests pass a stub).
+        measure: measures the limits (default :func:`tricks_helpers.limits.measure_limits`).
+
+    Returns:
+        The outcomes, and the results files written (none in ``try`` mode).
+
+    Raises:
+        ValueError: on an unknown mode.
+    """
+    if mode not in MODES:
+        raise ValueError(f"run: mode must be one of {MODES}, got {mode!r}")
+    keep_going = keep_going or mode == "survey"
+    limits = None if mode == "try" else limits_record((measure or _measure_limits)())
+    outcomes: list[Outcome] = []
     for path in paths:
+        path = Path(path)
         print(f"executing {path.name} ...", flush=True)
-        records_file = Path(tmp.name) / f"{path.stem}.jsonl"
-        env = records_env(records_file, path.stem)
-        outcome = execute(path, write=not args.no_write, env=env)
+        try:
+            outcome = runner(path, write=mode == "book", timeout=timeout)
+        except Exception as exc:  # one chapter's crash never loses the chapters that finished
+            outcome = Outcome(path.name, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0])
         outcomes.append(outcome)
-        if outcome.ok:
-            folder = path.resolve().parent.parent / "results"
-            chapters, records = done.setdefault(folder, ({}, []))
-            chapters[path.stem] = {
-                "status": "ok",
-                "error": "",
-                "seconds": round(outcome.seconds, 1),
-            }
-            records += read_records(records_file) if records_file.exists() else []
         print(
             f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
             + (f": {outcome.error}" if outcome.error else ""),
             flush=True,
         )
-        if not outcome.ok and not args.keep_going:
+        if not outcome.ok and not keep_going:
             break
     print(summary(outcomes), flush=True)
-    for folder, (chapters, records) in done.items() if not args.no_write else ():
-        print(f"records: {write_book_records(chapters, records, folder, limits)}", flush=True)
-    tmp.cleanup()
+    if mode == "try" or not outcomes:
+        return outcomes, []
+    folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
+    for path, outcome in zip(paths, outcomes):
+        if outcome.ok or mode == "survey":
+            folder = results or Path(path).resolve().parent.parent / "results"
+            folders.setdefault(folder, []).append(outcome)
+    source = "book" if mode == "book" else "survey"
+    written = [write_records(outs, folder, source, limits) for folder, outs in folders.items()]
+    return outcomes, written
+
+
+def _measure_limits() -> Any:
+    from tricks_helpers.limits import measure_limits
+
+    return measure_limits()
+
+
+def reference_file(results_dir: Path) -> Path:
+    """The one results file whose ``source`` is ``"book"`` (the stored notebooks' run).
+
+    Raises:
+        FileNotFoundError: when there is none; ValueError: when there are several.
+    """
+    found = [
+        p for p in sorted(Path(results_dir).glob("*.json")) if read_results(p)["source"] == "book"
+    ]
+    if not found:
+        raise FileNotFoundError(f"no results file with source 'book' in {results_dir}")
+    if len(found) > 1:
+        raise ValueError(f"several reference results files: {[p.name for p in found]}")
+    return found[0]
+
+
+def compare(results_dir: Path, reference: Path | None = None) -> int:
+    """Print this machine's survey verdicts against the reference's; 1 when any differ."""
+    try:
+        ref = reference or reference_file(results_dir)
+        mine_path = results_path(results_dir, machine_facts()["id"], "survey")
+        text, bad = compare_verdicts(read_results(mine_path), read_results(ref))
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"run_notebooks: {exc}; run `make survey` first", file=sys.stderr)
+        return 1
+    print(text)
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None, root: Path | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter)")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
+        "--no-write", action="store_true", help="execute in memory only; write nothing"
+    )
+    modes.add_argument(
+        "--survey",
+        action="store_true",
+        help="run every chapter in memory; write results/<machine-id>-survey.json",
+    )
+    modes.add_argument(
+        "--compare",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="REFERENCE",
+        help="compare this machine's survey with the reference; run nothing",
+    )
+    parser.add_argument(
+        "--keep-going", action="store_true", help="go on with the next notebook after a failure"
+    )
+    parser.add_argument("--results", default=None, help="results folder (default: results/)")
+    args = parser.parse_args(argv)
+    root = ROOT if root is None else Path(root)
+    results = Path(args.results) if args.results else None
+    if args.compare is not None:
+        if args.notebooks:
+            parser.error("--compare runs no notebook")
+        return compare(results or root / "results", Path(args.compare) if args.compare else None)
+    try:
+        paths = notebooks_from_args(args.notebooks, root)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"run_notebooks: {exc}", file=sys.stderr)
+        return 1
+    mode = "try" if args.no_write else "survey" if args.survey else "book"
+    outcomes, written = run(paths, mode, results=results, keep_going=args.keep_going)
+    for path in written:
+        data = read_results(path)
+        print(
+            f"records: {path} ({len(data['records'])} records, {path.stat().st_size} bytes)",
+            flush=True,
+        )
     return 0 if all(o.ok for o in outcomes) and len(outcomes) == len(paths) else 1
 
 

@@ -6,7 +6,7 @@
 Each wheel is fetched with ``pip download --no-deps torchao==X`` (nothing is installed or
 imported) and its Python sources are read: a name counts as present when the module's source
 binds it (``import``/``from ... import``, ``def``, ``class``, assignment) or, for a submodule,
-when its file exists. ``tests/test_torchao_api.py`` checks the Colab cell's torchao table
+when its file exists. ``tests/scripts/test_torchao_api.py`` checks the Colab cell's torchao table
 (``scripts/colab_cell.py``) and the ``book`` extra's floor against this record, and that
 :data:`CHAPTER_07_IMPORTS` is what chapter 07 imports.
 """

@@ -297,8 +297,8 @@ def test_page_renders_everything(name, server, browser):
 
 def test_results_page_shows_every_machine_side_by_side(server, browser):
     """Issue 22: one column per recorded machine, the differs view and a chart per chapter."""
+    from machine_records import record_keys
     from results_machines import column_names, expected_charts, machine_files
-    from tricks_helpers.machine_records import record_keys
 
     files = machine_files(ROOT)
     if len(files) < 2:

@@ -1,7 +1,9 @@
-"""The package's layout: one home per public name, faces hand names on, no import loop.
+"""The package's layout: one home per public name, faces hand names on, no import loop, and
+every module reached from a chapter (a module no chapter imports belongs in ``scripts/``).
 
 Read from the source by ``scripts/import_graph.py`` (nothing imported), so a loop hidden in a
-function body counts too.
+function body counts too. The checks themselves are tested in
+``tests/scripts/test_import_graph.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,22 @@ import pytest
 
 import import_graph
 
-FACES = ("bench", "seeding", "memory", "ddp", "storage")
+#: The subpackages, from the folders: every folder of the package with an ``__init__.py``.
+FACES = tuple(sorted(p.parent.name for p in Path(import_graph.DEFAULT_DIR).glob("*/__init__.py")))
+
+
+def test_faces_are_found_from_the_folders():
+    assert "bench" in FACES and "storage" in FACES
+    assert all((Path(import_graph.DEFAULT_DIR) / f / "__init__.py").is_file() for f in FACES)
+
+
+def test_every_module_is_reached_from_a_chapter(repo_root):
+    """CONTRIBUTING: a module no chapter imports, directly or through another, is scripts/'s."""
+    from find_notebooks import chapter_notebooks
+
+    notebooks = chapter_notebooks(repo_root)
+    assert len(notebooks) >= 10
+    assert import_graph.unreached(notebooks=notebooks) == []
 
 
 def test_no_import_loop():
@@ -46,25 +63,6 @@ def test_faces_hand_on_every_name_of_all(face):
     module = importlib.import_module(f"tricks_helpers.{face}")
     missing = [n for n in module.__all__ if not hasattr(module, n)]
     assert missing == []
-
-
-def test_the_checks_find_a_loop_and_a_re_export(tmp_path):
-    pkg = tmp_path / "tricks_helpers"
-    (pkg / "topic").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from tricks_helpers.b import thing\n__all__ = ['thing']\n")
-    (pkg / "b.py").write_text("def thing():\n    from tricks_helpers import a\n")
-    (pkg / "topic" / "__init__.py").write_text(
-        "from tricks_helpers.topic.part import x\n__all__ = ['x']\n"
-    )
-    (pkg / "topic" / "part.py").write_text("x = 1\n__all__ = ['x']\n")
-    edges = import_graph.graph(pkg)
-    assert import_graph.cycles(edges) == [
-        ["tricks_helpers.a", "tricks_helpers.b", "tricks_helpers.a"]
-    ]
-    assert import_graph.re_exports(pkg) == ["tricks_helpers.a.thing (from tricks_helpers.b)"]
-    with pytest.raises(ValueError, match="import loop"):
-        import_graph.floors(edges)
 
 
 def test_floors_put_checks_on_the_ground():

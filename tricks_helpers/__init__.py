@@ -61,7 +61,11 @@ All modules follow one exception policy (see ``tricks_helpers._checks``): a wron
 
 A topic that outgrew one file is a subpackage whose ``__init__`` (its face) hands on the names
 of its modules; every public name has one home, and no module re-exports a sibling's names
-(``tests/test_package_layout.py`` checks it, and that the imports form no loop).
+(``tests/test_package_layout.py`` checks it, and that the imports form no loop). The package
+is what the chapters import: every module above is reached from a chapter's imports (the same
+test checks it). The book's workshop, which runs the notebooks and writes ``results/*.json``
+(the runner, the results files, the results page), lives in the repository's ``scripts/`` and
+never ships to a reader.
 
 Importing this package, or any submodule, changes no global state: no seeding, no
 backend flags, no warnings filters. Import the submodules explicitly, e.g.

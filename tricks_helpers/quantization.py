@@ -53,7 +53,8 @@ __all__ = [
 
 #: What chapter 07 needs from torchao: (what, the name it imports, the first release that has
 #: it). Read from the wheels of torchao 0.13 to 0.18 (``scripts/torchao_api.json``, checked by
-#: ``tests/test_torchao_api.py``): every other name the chapter imports is in 0.13 and later.
+#: ``tests/scripts/test_torchao_api.py``): every other name the chapter imports is in 0.13 and
+#: later.
 TORCHAO_NEEDED = (
     ("the int4 weight-only rows", "PrototypeInt4WeightOnlyConfig", "0.18"),
     ("the other sections", "quantize_, the int8 configs, PT2E, QATConfig", "0.13"),

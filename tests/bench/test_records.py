@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tricks_helpers import bench
+from tricks_helpers.bench import records
 
 
 def comparison(why: str = "2x fewer bytes", show: bool = False):
@@ -22,25 +23,25 @@ def test_record_holds_what_was_measured():
     assert (rec["ratio"], rec["lo"], rec["hi"], rec["rounds"]) == (2.0, 2.0, 2.0, 6)
     assert rec["baseline_s"] == 2e-3 and rec["trick_s"] == 1e-3 and rec["threads"] == 2
     assert rec["coverage"] == pytest.approx(1 - 2**-5)
-    assert rec["schema"] == bench.SCHEMA_VERSION and set(rec) == set(bench.FIELDS)
+    assert rec["schema"] == records.SCHEMA_VERSION and set(rec) == set(records.FIELDS)
 
 
 def test_no_env_var_writes_nothing(tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv(bench.RECORDS_ENV, raising=False)
+    monkeypatch.delenv(records.RECORDS_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     comparison(show=True)
     assert "FASTER 2.00x" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
-    assert bench.emit(comparison().record(), environ={}) is None
+    assert records.emit(comparison().record(), environ={}) is None
 
 
 def test_shown_comparisons_append_one_line_each_and_print_the_same(tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv(bench.RECORDS_ENV, raising=False)
+    monkeypatch.delenv(records.RECORDS_ENV, raising=False)
     comparison(show=True)
     silent = capsys.readouterr().out
     target = tmp_path / "r.jsonl"
-    monkeypatch.setenv(bench.RECORDS_ENV, str(target))
-    monkeypatch.setenv(bench.CHAPTER_ENV, "05_memory")
+    monkeypatch.setenv(records.RECORDS_ENV, str(target))
+    monkeypatch.setenv(records.CHAPTER_ENV, "05_memory")
     comparison(show=True)
     assert capsys.readouterr().out == silent  # emission changes no printed output
     comparison(show=False)  # not shown: not recorded
@@ -48,7 +49,7 @@ def test_shown_comparisons_append_one_line_each_and_print_the_same(tmp_path, mon
     many.compare("a vs b", ("a", "b"), why="fewer ops")
     table_text = bench.table({"row name": comparison()})
     assert "row name" in table_text
-    recs = bench.read_records(target)
+    recs = records.read_records(target)
     assert [(r["label"], r["chapter"], r["why"]) for r in recs] == [
         ("copy less", "05_memory", "2x fewer bytes"),
         ("a vs b", "05_memory", "fewer ops"),
@@ -57,8 +58,10 @@ def test_shown_comparisons_append_one_line_each_and_print_the_same(tmp_path, mon
 
 
 def test_chapter_falls_back_to_the_file_stem(tmp_path):
-    path = bench.emit(comparison().record(), environ={bench.RECORDS_ENV: str(tmp_path / "c.jsonl")})
-    assert bench.read_records(path)[0]["chapter"] == "c"
+    path = records.emit(
+        comparison().record(), environ={records.RECORDS_ENV: str(tmp_path / "c.jsonl")}
+    )
+    assert records.read_records(path)[0]["chapter"] == "c"
 
 
 def test_why_must_be_one_line_string():
@@ -85,18 +88,18 @@ def test_why_must_be_one_line_string():
 def test_validate_refuses_bad_records(change, error, match):
     rec = {**comparison().record(), **change}
     with pytest.raises(error, match=match):
-        bench.validate_record(rec)
+        records.validate_record(rec)
 
 
 def test_validate_and_make_refuse_non_records():
     with pytest.raises(TypeError, match="mapping"):
-        bench.validate_record([1])
+        records.validate_record([1])
     rec = comparison().record()
     del rec["why"]
     with pytest.raises(ValueError, match=r"missing fields \['why'\]"):
-        bench.validate_record(rec)
+        records.validate_record(rec)
     with pytest.raises(TypeError, match="expected a Comparison"):
-        bench.make_record(object())
+        records.make_record(object())
 
 
 def test_read_records_names_the_bad_line(tmp_path):
@@ -104,19 +107,19 @@ def test_read_records_names_the_bad_line(tmp_path):
     good = json.dumps(comparison().record())
     path.write_text(good + "\n\nnot json\n")
     with pytest.raises(ValueError, match="line 3"):
-        bench.read_records(path)
+        records.read_records(path)
     with pytest.raises(FileNotFoundError):
-        bench.read_records(tmp_path / "absent.jsonl")
+        records.read_records(tmp_path / "absent.jsonl")
 
 
 def test_a_tables_why_goes_into_its_rows_records_and_is_not_printed(tmp_path, monkeypatch):
-    monkeypatch.delenv(bench.RECORDS_ENV, raising=False)
+    monkeypatch.delenv(records.RECORDS_ENV, raising=False)
     plain = bench.table({"a": comparison(why=""), "b": comparison(why="")})
     target = tmp_path / "r.jsonl"
-    monkeypatch.setenv(bench.RECORDS_ENV, str(target))
+    monkeypatch.setenv(records.RECORDS_ENV, str(target))
     text = bench.table({"a": comparison(why=""), "b": comparison(why="")}, why={"a": "same sum"})
     assert text == plain
-    assert [(r["label"], r["why"]) for r in bench.read_records(target)] == [
+    assert [(r["label"], r["why"]) for r in records.read_records(target)] == [
         ("a", "same sum"),
         ("b", ""),
     ]

@@ -7,7 +7,8 @@ This face hands on the names of its five modules, each name with one home:
 (:func:`table`, :func:`tally`, :func:`time_change_text`) and
 :mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage) and
 :mod:`~tricks_helpers.bench.records` (each shown comparison as a JSON record, written only
-where ``TRICKS_RECORDS`` names a file).
+where ``TRICKS_RECORDS`` names a file; its plumbing, which no chapter calls, is imported from
+that module by the scripts that run the book, not handed on here).
 
 The book's rule: **invariants are compared, measurements are judged.** A speed verdict is
 itself a measurement: it is shown with its spread and decided by code, but never compared as
@@ -36,16 +37,6 @@ from tricks_helpers.bench.intervals import (
     coverage_percent,
     interval_coverage,
     median_interval,
-)
-from tricks_helpers.bench.records import (
-    CHAPTER_ENV,
-    FIELDS,
-    RECORDS_ENV,
-    SCHEMA_VERSION,
-    emit,
-    make_record,
-    read_records,
-    validate_record,
 )
 from tricks_helpers.bench.summaries import table, tally, time_change_text
 from tricks_helpers.bench.timing import (
@@ -97,12 +88,4 @@ __all__ = [
     "table",
     "tally",
     "time_change_text",
-    "SCHEMA_VERSION",
-    "RECORDS_ENV",
-    "CHAPTER_ENV",
-    "FIELDS",
-    "make_record",
-    "validate_record",
-    "emit",
-    "read_records",
 ]

@@ -3,7 +3,7 @@
 ``results/<machine-id>.json`` (source ``"book"``) and ``results/<machine-id>-survey.json``
 (source ``"survey"``) hold ``{"schema", "source", "machine", "chapters", "records"}``:
 ``source`` is ``"book"`` for the run that made the stored notebooks (``make execute``) and
-``"survey"`` for :mod:`tricks_helpers.survey`; the file's name follows from its source
+``"survey"`` for ``run_notebooks.py --survey``; the file's name follows from its source
 (:func:`results_path`), so a survey never replaces the book's reference records, even on the
 machine that made them; ``machine`` is :func:`machine_facts`;
 ``chapters`` maps a notebook's stem to ``{"status": "ok"|"failed", "error", "seconds"}``;
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tricks_helpers._checks import check_int, check_number, check_type
-from tricks_helpers.bench import SCHEMA_VERSION, validate_record
+from tricks_helpers.bench.records import SCHEMA_VERSION, validate_record
 
 __all__ = [
     "ISA_FLAGS",

@@ -6,6 +6,7 @@ import pytest
 
 import results_page  # scripts/ is on pytest's pythonpath (pyproject.toml)
 from tricks_helpers import bench
+from tricks_helpers.bench import records
 
 CARD = (
     "environment\n  torch    2.13.0 (build cpu)\n  python   3.11.7\n  device   cpu\n"
@@ -202,7 +203,7 @@ LIMITS = {
 
 
 def _results(root, source, threads, verdict_times, limits=None):
-    from tricks_helpers import machine_records
+    import machine_records
 
     b, t = verdict_times
     c = bench.comparison_from_times("fusion", [b] * 6, [t] * 6, threads=1, show=False, why="1 op")
@@ -259,7 +260,7 @@ def test_stored_verdict_lines_have_records_in_the_reference_file(repo_root):
 def test_a_comparison_recorded_twice_is_one_row_with_the_tables_why():
     c = bench.comparison_from_times("fusion", [2e-3] * 6, [1e-3] * 6, threads=1, show=False)
     shown = c.record(chapter="01_x")  # its verdict line: no why
-    row = bench.make_record(c, label="fusion, table", chapter="01_x", why="1 op fewer")
+    row = records.make_record(c, label="fusion, table", chapter="01_x", why="1 op fewer")
     chapter = results_page.Chapter(notebook="01_x", title="01 · X")
     results_page.apply_records([chapter], {"records": [shown, row]})
     assert [(r.label, r.why) for r in chapter.rows] == [("fusion", "1 op fewer")]

@@ -1,12 +1,13 @@
 """Execute one notebook top to bottom in memory: the one executor of the book's scripts.
 
-``scripts/run_notebooks.py`` (which then writes the notebook back) and
-:mod:`tricks_helpers.survey` (which never does) both run notebooks through
+``scripts/run_notebooks.py``, the book's one runner (which writes the notebook back in its
+``book`` mode, and never in its ``try`` and ``survey`` modes), runs notebooks through
 :func:`execute_notebook`: the current environment's ``python3`` kernel, started in the
 notebook's own folder, with a per-cell timeout and an optional kernel environment. A failure
 never raises: it comes back as :attr:`Execution.error`, one line naming the first failing code
-cell (:func:`first_error`), a timeout, or a kernel that died or could not start. Needs
-``nbformat`` and ``nbclient`` (the book's environment), imported when called.
+cell (:func:`first_error`), a timeout, a kernel that died or could not start, or a notebook
+file that cannot be read. Needs ``nbformat`` and ``nbclient`` (the book's environment),
+imported when called.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ def first_error(nb: Any) -> str:
     return ""
 
 
+def _first(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return lines[0][:160] if lines else ""
+
+
 def execute_notebook(
     path: str | Path, *, timeout: int = 600, env: Mapping[str, str] | None = None
 ) -> Execution:
@@ -63,7 +69,8 @@ def execute_notebook(
         env: the kernel's environment (default: this process's).
 
     Returns:
-        The :class:`Execution`; a failing cell, a timeout or a dead kernel is its ``error``.
+        The :class:`Execution`; a notebook that cannot be read (``nb`` is then ``None``), a
+        failing cell, a timeout or a dead kernel is its ``error``.
 
     Raises:
         FileNotFoundError: when ``path`` does not exist; TypeError, ValueError: on a timeout
@@ -77,7 +84,10 @@ def execute_notebook(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"execute_notebook: no notebook {path}")
-    nb = nbformat.read(path, as_version=4)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # not JSON, not a notebook, not UTF-8, not readable: its error
+        return Execution(None, 0.0, f"unreadable notebook: {type(exc).__name__}: {_first(exc)}")
     client = NotebookClient(
         nb,
         timeout=timeout,
@@ -93,5 +103,5 @@ def execute_notebook(
     except CellExecutionError:
         error = first_error(nb) or "a cell failed"
     except Exception as exc:  # a kernel that dies or cannot start: an error line, not a crash
-        error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        error = f"{type(exc).__name__}: {_first(exc)}"
     return Execution(nb, time.perf_counter() - start, error)

@@ -8,8 +8,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+import machine_records  # scripts/ is on pytest's pythonpath (pyproject.toml)
 import results_machines  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from tricks_helpers import bench, machine_records
+from tricks_helpers import bench
 
 
 def results(source, threads, times, label="fusion", chapter="01_x", limits=None):

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.notebook_run: the one notebook executor of run_notebooks and survey."""
+"""Tests of scripts/notebook_run.py: the one notebook executor of the runner (run_notebooks)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import nbformat
 import pytest
 
-from tricks_helpers.notebook_run import execute_notebook, first_error
+from notebook_run import execute_notebook, first_error
 
 
 def test_first_error_names_the_code_cell_and_error():
@@ -35,6 +35,21 @@ def test_refuses_a_missing_notebook_and_a_bad_timeout(tmp_path, make_notebook):
         execute_notebook(path, timeout=0)
     with pytest.raises(TypeError, match="timeout must be an integer"):
         execute_notebook(path, timeout=1.5)
+
+
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        (b"{not json", "unreadable notebook: NotJSONError: Notebook does not appear to be JSON"),
+        (b"\xff\xfe", "unreadable notebook: UnicodeDecodeError"),
+        (b'{"cells": 3}', "unreadable notebook: "),
+    ],
+)
+def test_an_unreadable_notebook_is_an_error_not_a_crash(tmp_path, content, error):
+    path = tmp_path / "bad.ipynb"
+    path.write_bytes(content)
+    done = execute_notebook(path)
+    assert not done.ok and done.nb is None and done.error.startswith(error)
 
 
 @pytest.mark.slow

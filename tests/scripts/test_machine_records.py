@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.machine_records: machine facts, results files, verdict comparison."""
+"""Tests of scripts/machine_records.py: machine facts, results files, verdict comparison."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tricks_helpers import bench, machine_records
+import machine_records  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from tricks_helpers import bench
 
 
 def facts(**kw):
