@@ -41,7 +41,12 @@ def test_chapter_points_one_row_per_comparison_one_point_per_machine():
 def test_chart_title_and_legend_stay_inside_the_figure():
     long = "01 · A chapter title long enough to run past the axes of a narrow chart " * 2
     names = ["machine-a (book)", "machine-b"]
-    points = {"fusion": {names[0]: [2.0, 1.8, 2.2, "FASTER"], names[1]: [1.0, 0.9, 1.1, "X"]}}
+    points = {
+        "fusion": {
+            names[0]: [2.0, 1.8, 2.2, "FASTER"],
+            names[1]: [1.0, 0.9, 1.1, "NO CLEAR DIFFERENCE"],
+        }
+    }
     fig = results_machines.machines_chart(long, points, names)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
