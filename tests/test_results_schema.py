@@ -258,6 +258,10 @@ def test_the_page_holds_every_planted_string_as_text_only(tmp_book):
     page = (root / "book" / "results.md").read_text()
     assert "Across machines" in page and "Differs between machines" in page
     _assert_only_text(page, PLANTED)
+    charts = sorted((root / "book").glob("*.svg"))
+    assert len(charts) == 2  # the page's chart and the chapter's across-machines chart
+    for chart in charts:  # labels drawn as text: escaped in the SVG too
+        assert "<script" not in chart.read_text() and "<img" not in chart.read_text()
 
 
 def test_text_the_schema_would_refuse_is_still_only_text_on_the_page():
