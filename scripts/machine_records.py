@@ -24,6 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from results_schema import SOURCES as _SOURCES
+from results_schema import STATUSES as _STATUSES
+from results_schema import check_results, file_name
 from tricks_helpers._checks import check_int, check_number, check_type
 from tricks_helpers.bench.records import SCHEMA_VERSION, validate_record
 
@@ -47,8 +50,6 @@ __all__ = [
 ISA_FLAGS = ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
 #: Variables that cap the instruction set torch and oneDNN use (an older CPU stood in for).
 CAP_VARS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
-_SOURCES = ("book", "survey")
-_STATUSES = ("ok", "failed")
 
 
 def _slug(text: str) -> str:
@@ -175,7 +176,10 @@ def validate_results(data: Any, name: str = "results") -> dict[str, Any]:
         TypeError: when it or a part of it has the wrong type.
         ValueError: on another schema, an unknown source or status, missing machine facts, a
             record of a chapter the file does not list (with the record's index), or bad
-            ``limits`` (optional; see :func:`validate_limits`).
+            ``limits`` (optional; see :func:`validate_limits`); then anything the one schema
+            of a results file refuses (``results_schema.check_results``: types, ranges,
+            allowed characters, each record's ratio, verdict and coverage against its
+            interval and rounds).
     """
     check_type("validate_results", name, data, dict)
     if data.get("schema") != SCHEMA_VERSION:
@@ -204,7 +208,7 @@ def validate_results(data: Any, name: str = "results") -> dict[str, Any]:
             raise type(exc)(f"{name}: record {i}: {exc}") from exc
         if rec["chapter"] not in chapters:
             raise ValueError(f"{name}: record {i} names chapter {rec['chapter']!r}, not listed")
-    return data
+    return check_results(data, name)
 
 
 def merge_results(
@@ -242,10 +246,14 @@ def read_results(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path.name}: not JSON ({exc})") from exc
     return validate_results(data, path.name)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def results_path(folder: str | Path, machine_id: str, source: str) -> Path:
@@ -256,14 +264,10 @@ def results_path(folder: str | Path, machine_id: str, source: str) -> Path:
         ``"survey"``: the two never share a name.
 
     Raises:
-        TypeError: when ``machine_id`` is not a string; ValueError: on an unknown ``source``.
+        TypeError: when ``machine_id`` is not a string; ValueError: on an unknown ``source``
+            or a machine id that is not a plain name (``../x``, an absolute path).
     """
-    check_type("results_path", "machine_id", machine_id, str)
-    if source not in _SOURCES:
-        raise ValueError(f"results_path: source must be one of {_SOURCES}, got {source!r}")
-    return Path(folder) / (
-        f"{machine_id}.json" if source == "book" else f"{machine_id}-{source}.json"
-    )
+    return Path(folder) / file_name(machine_id, source)
 
 
 def write_results(data: Mapping[str, Any], folder: str | Path) -> Path:
@@ -283,10 +287,10 @@ def write_results(data: Mapping[str, Any], folder: str | Path) -> Path:
 def record_keys(records: list[Mapping[str, Any]]) -> dict[tuple[str, str, int], dict]:
     """Records by ``(chapter, label, n)``: the n-th record of that label in that chapter."""
     out: dict[tuple[str, str, int], dict] = {}
+    seen: dict[tuple[str, str], int] = {}
     for rec in records:
-        n = 0
-        while (rec["chapter"], rec["label"], n) in out:
-            n += 1
+        n = seen.get((rec["chapter"], rec["label"]), 0)
+        seen[rec["chapter"], rec["label"]] = n + 1
         out[(rec["chapter"], rec["label"], n)] = dict(rec)
     return out
 

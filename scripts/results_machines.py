@@ -1,6 +1,6 @@
 """The results page's "Across machines" part: every recorded machine side by side (issue 22).
 
-Reads the results files under ``results/`` (:mod:`tricks_helpers.machine_records`; the book's
+Reads the results files under ``results/`` (``scripts/machine_records.py``; the book's
 reference run first) and renders one column per machine, headed by its facts and measured
 limits, one line per comparison with each machine's verdict, the list of comparisons whose
 verdict differs between machines, and a chart per chapter with one marker per machine
@@ -19,31 +19,54 @@ from pathlib import Path
 from typing import Any
 
 import machine_records
+from results_schema import check_files
 from tricks_helpers import charts
-from tricks_helpers.bench import NO_CLEAR_DIFFERENCE, NOISE_THRESHOLD, fmt_measured, fmt_ratio
+from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured, fmt_ratio
 
 CHART_GLOB = "results_machines_*.svg"
-#: one (colour, marker) per machine column, in column order (then repeated)
-MACHINE_STYLES = (
-    ("#1f77b4", "o"),
-    ("#d95f02", "s"),
-    ("#7570b3", "D"),
-    ("#1b9e77", "^"),
-    ("#e7298a", "v"),
-    ("#666666", "P"),
-)
 _DIGEST_RE = re.compile(r"results-machines-sha256 ([0-9a-f]{64})")
 
 
-def cell_text(text: str) -> str:
-    """``text`` made safe inside a markdown table cell (pipes escaped)."""
-    return text.replace("|", "\\|")
+#: What starts markup in Markdown/MyST (emphasis, code, links, roles, math, tables, HTML) when
+#: it stands in a line of text: these are backslash-escaped (``<``, ``>``, ``&``: written as
+#: entities). ``_`` between two letters or digits starts nothing (``channels_last``) and is
+#: left as it is.
+_MARKUP = re.compile(r"[\\`*\[\]{}|$<>&]|(?<![^\W_])_|_(?![^\W_])")
+_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+#: Every control character (a newline that would start a ```` ```{directive} ```` line).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def cell_text(text: object) -> str:
+    """``text`` as text on the MyST page, whatever it holds: it can start no markup.
+
+    Safe inside a table cell, a list item or a figure caption: ``|`` and every other mark
+    Markdown, MyST or HTML would read there (`````, ``*``, ``_``, ``[``, ``{``, ``$``, ``<``,
+    ``&`` ...) is escaped, and a newline or other control character becomes a space, so
+    nothing can start a block (a ```` ```{literalinclude} ```` fence), a role, math or a tag
+    (``<script>``). The built page shows the characters as they were.
+    """
+    text = _CONTROL.sub(" ", str(text))
+    return _MARKUP.sub(lambda m: _ENTITIES.get(m[0]) or "\\" + m[0], text)
 
 
 def machine_files(root: Path) -> list[dict]:
-    """Every results file under ``root/results``, the reference (source "book") first."""
-    files = [machine_records.read_results(p) for p in sorted((root / "results").glob("*.json"))]
-    return sorted(files, key=lambda d: d["source"] != "book")
+    """Every results file under ``root/results``, the reference (source "book") first.
+
+    Each is checked against the results schema before anything reads it
+    (``machine_records.read_results``), then all together (``results_schema.check_files``).
+
+    Raises:
+        ValueError: on a file that is not a regular file, not JSON, or that the schema
+            refuses; on a file named apart from its machine id, or a second ``book`` file.
+    """
+    named = {}
+    for path in sorted((root / "results").glob("*.json")):
+        if not path.is_file():
+            raise ValueError(f"{path.name}: not a regular file")
+        named[path.name] = machine_records.read_results(path)
+    check_files(named)
+    return sorted(named.values(), key=lambda d: d["source"] != "book")
 
 
 def limits_text(limits: dict | None) -> str:
@@ -114,75 +137,18 @@ def chart_digest_of(title: str, points: dict[str, dict[str, list]], names: list[
 def machines_chart(title: str, points: dict[str, dict[str, list]], names: list[str]) -> Any:
     """One chapter's chart: a row per comparison, one marker (with its interval) per machine.
 
+    Drawn by :func:`tricks_helpers.charts.speedup_chart` with one series per machine (a colour
+    and marker shape each, hollow where the verdict is NO CLEAR DIFFERENCE), the same axis,
+    threshold lines and boxed title as every speed-up chart of the book.
+
     Returns:
         The matplotlib figure, its title drawn inside the axes (shortened with "…" to fit).
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
-    fig, ax = plt.subplots(figsize=(7.5, 1.6 + 0.22 * len(names) * len(points)))
-    step = 0.7 / max(len(names), 1)
-    ticks, labels = [], []
-    for i, (label, by_machine) in enumerate(points.items()):
-        y = -(i + 1.0)
-        for j, name in enumerate(names):
-            if name not in by_machine:
-                continue
-            ratio, lo, hi, verdict = by_machine[name]
-            colour, marker = MACHINE_STYLES[j % len(MACHINE_STYLES)]
-            at = y + (j - (len(names) - 1) / 2) * step
-            ax.errorbar(
-                [ratio],
-                [at],
-                xerr=[[ratio - lo], [hi - ratio]],
-                fmt=marker,
-                color=colour,
-                ecolor=colour,
-                markerfacecolor="white" if verdict == NO_CLEAR_DIFFERENCE else colour,
-                capsize=2,
-                markersize=5,
-            )
-        ticks.append(y)
-        labels.append(label if len(label) <= 48 else label[:47] + "…")
-    values = [v for row in points.values() for p in row.values() for v in p[1:3]]
-    lo = min(values + [1 / NOISE_THRESHOLD]) / 1.3
-    hi = max(values + [NOISE_THRESHOLD]) * 1.3
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
-    steps = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]
-    ax.xaxis.set_major_locator(FixedLocator([t for t in steps if lo <= t <= hi]))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:.2g}x"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.axvline(1.0, color="black", linewidth=1.0)
-    for x in (NOISE_THRESHOLD, 1 / NOISE_THRESHOLD):
-        ax.axvline(x, color="black", linewidth=0.8, linestyle="--")
-    ax.set_yticks(ticks, labels)
-    ax.set_ylim(-(len(points) + 0.6), 0.0)
-    ax.set_xlabel(
-        f"speed-up, log scale; hollow: no clear difference; dashed: {NOISE_THRESHOLD:g}x "
-        f"and 1/{NOISE_THRESHOLD:g}x"
+    return charts.speedup_chart(
+        {title: {label: {n: tuple(p) for n, p in row.items()} for label, row in points.items()}},
+        series=names,
+        xlabel="speed-up, log scale; hollow: no clear difference",
     )
-    ax.grid(axis="x", which="both", alpha=0.3)
-    heading = ax.text(
-        0.005,
-        -0.2,
-        title,
-        transform=ax.get_yaxis_transform(),
-        ha="left",
-        va="center",
-        fontweight="bold",
-        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
-    )
-    handles = [
-        plt.Line2D([], [], color=c, marker=m, linestyle="", label=name)
-        for name, (c, m) in zip(names, MACHINE_STYLES * (len(names) // len(MACHINE_STYLES) + 1))
-    ]
-    ax.legend(
-        handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8, frameon=False
-    )
-    fig.tight_layout()
-    charts.fit_inside(heading, ax)
-    return fig
 
 
 def chart_digest(path: Path) -> str | None:
@@ -252,7 +218,7 @@ def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> 
     then each chapter's chart (``titles``: chapter stem -> its title)."""
     keyed = [machine_records.record_keys(f["records"]) for f in files]
     names = column_names(files)
-    out = ["## Across machines", "", "| | " + " | ".join(names) + " |"]
+    out = ["## Across machines", "", "| | " + " | ".join(cell_text(n) for n in names) + " |"]
     out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
     out[-1] += " | ".join(cell_text(_machine_facts_text(f)) for f in files) + " |"
     out.append("| chapters | " + " | ".join(cell_text(chapters_text(f)) for f in files) + " |")
@@ -262,23 +228,23 @@ def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> 
         cells = []
         for ks in keyed:
             r = ks.get(key)
-            cells.append(f"{r['verdict']} {fmt_ratio(r['ratio'])}x" if r else "-")
+            cells.append(cell_text(f"{r['verdict']} {fmt_ratio(r['ratio'])}x") if r else "-")
         out.append(f"| {cell_text(key[0] + ': ' + key[1])} | " + " | ".join(cells) + " |")
         verdicts = {ks[key]["verdict"] for ks in keyed if key in ks}
         if len(verdicts) > 1:
-            pairs = "; ".join(f"{n} {c}" for n, c in zip(names, cells))
-            differs.append(f"- {key[0]}: {key[1]}: {pairs}")
+            pairs = "; ".join(f"{cell_text(n)} {c}" for n, c in zip(names, cells))
+            differs.append(f"- {cell_text(key[0])}: {cell_text(key[1])}: {pairs}")
     out += ["", "### Differs between machines", ""]
     out += differs or ["No comparison's verdict differs between the recorded machines."]
     out += ["", "### By chapter", ""]
     for name, (title, points, _) in expected_charts(files, titles or {}).items():
         out += [
             f"```{{figure}} {name}",
-            f":alt: {_plain(title)}: one row per comparison, one marker with its interval per "
-            "machine (a colour and shape each, hollow where the verdict is no clear difference), "
-            "on a logarithmic speed-up axis with the noise threshold dashed.",
+            f":alt: {_CONTROL.sub(' ', _plain(title))}: one row per comparison, one marker with "
+            "its interval per machine (a colour and shape each, hollow where the verdict is no "
+            "clear difference), on a logarithmic speed-up axis with the noise threshold dashed.",
             "",
-            f"{_plain(title)}: {len(points)} comparisons on {len(names)} machines.",
+            f"{cell_text(_plain(title))}: {len(points)} comparisons on {len(names)} machines.",
             "```",
             "",
         ]

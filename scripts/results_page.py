@@ -4,11 +4,15 @@
     python scripts/results_page.py --check    exit 1 if either is stale
 
 Records first: where ``results/`` holds a reference results file (source ``"book"``, written by
-``make execute``, see ``tricks_helpers.machine_records``), every row comes from its records
+``make execute``, see ``scripts/machine_records.py``), every row comes from its records
 (``tricks_helpers.bench.records``) and the page gains a *why* column (the invariant partner);
 with more than one machine's file, an "Across machines" section shows them side by side (one
 column per machine with its facts) and lists the comparisons whose verdict differs. Without a
-reference file the page falls back to reading the printed lines back (``results_rows``).
+reference file the page falls back to reading the printed lines back (``results_rows``); with
+one, the printed lines are read for each chapter's title and card only. Every results file is
+checked against the results schema (``results_schema``) before anything reads it, and every
+string from one is written as text (``results_machines.cell_text``): a contributed file is
+data, never markup.
 
 Nothing on the page is typed: every row is a measured verdict a chapter recorded or printed,
 beside the machine card of that chapter (torch, device, CPU, threads, GPU, bf16, the date it
@@ -183,16 +187,16 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
         ]
         for r in ch.rows:
             speedup = f"{fmt_ratio(r.ratio)}x [{fmt_ratio(r.lo)}-{fmt_ratio(r.hi)}]"
-            cells = (
-                r.label,
-                r.baseline or "?",
-                r.trick or "?",
-                speedup,
+            cells = [
+                cell_text(r.label),
+                cell_text(r.baseline or "?"),
+                cell_text(r.trick or "?"),
+                speedup,  # made here from numbers: brackets that must stay as they are
                 r.covers,
-                r.verdict,
-                r.where,
-            ) + ((r.why or "",) if with_why else ())
-            out.append("| " + " | ".join(cell_text(c) for c in cells) + " |")
+                cell_text(r.verdict),
+                cell_text(r.where),
+            ] + ([cell_text(r.why or "")] if with_why else [])
+            out.append("| " + " | ".join(cells) + " |")
         out.append("")
     if machines and len(machines) > 1:
         out += render_machines(machines, _titles(chapters))
@@ -246,12 +250,16 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the page or chart is stale")
     args = parser.parse_args(argv)
-    chapters = [read_chapter(p) for p in chapter_notebooks(root)]
-    machines = machine_files(root)
-    if machines and machines[0]["source"] == "book":
-        apply_records(chapters, machines[0])
-    else:
+    try:
+        machines = machine_files(root)  # each file checked against the results schema first
+    except ValueError as exc:
+        print(f"results_page: {exc}; nothing written", file=sys.stderr)
+        return 1
+    if not (machines and machines[0]["source"] == "book"):
         machines = []  # no reference run: rows read from the printed lines (the fallback)
+    chapters = [read_chapter(p, rows=not machines) for p in chapter_notebooks(root)]
+    if machines:
+        apply_records(chapters, machines[0])
     book = root / "book"
     if args.check:
         problems = stale(chapters, book, machines)

@@ -1,8 +1,9 @@
 """The results page's rows: one per measured comparison, from records or printed lines.
 
 Records first: :func:`apply_records` makes each chapter's rows from the reference results
-file's records (``tricks_helpers.bench.records``). Without one, :func:`read_chapter` reads
-them back from the notebook's stored outputs.
+file's records (``tricks_helpers.bench.records``), and then :func:`read_chapter` reads only a
+chapter's title and card (``rows=False``). Only without one (the fallback) does it read the
+rows back from the notebook's stored outputs.
 
 Read back, a chapter gives its machine card (torch, device, CPU, threads, GPU, bf16, the date
 it was executed and the commit) and its rows. Two forms are read, both printed by
@@ -144,8 +145,11 @@ def parse_lines(lines: list[str], card: dict[str, str]) -> list[Row]:
     return rows
 
 
-def read_chapter(path: Path) -> Chapter:
-    """Read a notebook's title, environment card and measured verdicts.
+def read_chapter(path: Path, rows: bool = True) -> Chapter:
+    """Read a notebook's title, environment card and (``rows``) measured verdicts.
+
+    ``rows=False`` reads the title and card only: where a reference results file holds the
+    chapter's records (:func:`apply_records`), the printed lines are not parsed for rows.
 
     Raises:
         ValueError: if the file is not a notebook or has no ``# `` title.
@@ -177,7 +181,7 @@ def read_chapter(path: Path) -> Chapter:
                     chapter.card[m["key"]] = m["value"]
                 elif not line.startswith("  "):
                     break
-        for row in parse_lines(lines, chapter.card):
+        for row in parse_lines(lines, chapter.card) if rows else ():
             if row.key() not in seen:
                 seen.add(row.key())
                 chapter.rows.append(row)

@@ -114,3 +114,122 @@ def test_long_labels_are_cut():
 def test_bad_input_is_rejected(data, kw, error, match):
     with pytest.raises(error, match=match):
         charts.speedup_chart(data, **kw)
+
+
+class _TimeLimit:
+    """Fail a test (TimeoutError) that runs past ``seconds``: a hang must not hang the suite."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+
+        def stop(*_):
+            raise TimeoutError(f"still running after {self.seconds} s")
+
+        self.old = signal.signal(signal.SIGALRM, stop)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        import signal
+
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+def test_a_20000_character_group_title_is_cut_in_bounded_time():
+    """Issue 32: fit_inside shortened one character per draw (minutes for 20,000)."""
+    long = "06 · a group title " + "x" * 20_000
+    with _TimeLimit(60):
+        fig = charts.speedup_chart({long: ROWS[:2], "short": ROWS[2:]})
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    first, second = ax.texts
+    assert first.get_text().endswith("…") and long.startswith(first.get_text()[:-1].rstrip())
+    assert len(first.get_text()) < 200
+    assert first.get_window_extent(renderer).x1 <= ax.get_window_extent(renderer).x1
+    assert second.get_text() == "short"
+
+
+def test_fit_inside_keeps_the_longest_prefix_that_fits():
+    fig = charts.speedup_chart({"g": ROWS}, width=5)
+    ax = fig.axes[0]
+    text = ax.texts[0]
+    full = "a long title made of words, " * 10
+    text.set_text(full)
+    charts.fit_inside(text, ax)
+    renderer = fig.canvas.get_renderer()
+    right = ax.get_window_extent(renderer).x1
+    kept = text.get_text()[:-1]
+    assert text.get_window_extent(renderer).x1 <= right
+    text.set_text(full[: len(kept) + 1].rstrip() + "…")  # one character more no longer fits
+    assert text.get_window_extent(renderer).x1 > right
+
+
+def test_labels_with_dollars_are_drawn_as_text_not_mathtext():
+    """Issue 32: `$x^2$` in a label was drawn as math (and `$` alone can fail to parse)."""
+    label, title = "cost $5 vs $x^2$", "group $a_b$"
+    fig = charts.speedup_chart({title: [(label, 2.0, 1.8, 2.2)]}, title="chart $t$")
+    fig.canvas.draw()  # an unbalanced `$` would raise here if it were parsed as math
+    ax = fig.axes[0]
+    texts = [*ax.get_yticklabels(), *ax.texts, ax.title, ax.xaxis.label]
+    texts += list(ax.get_legend().get_texts())
+    assert label in [t.get_text() for t in ax.get_yticklabels()]
+    assert [t for t in texts if t.get_parse_math()] == []
+    unbalanced = charts.speedup_chart([("costs $5", 2.0, 1.8, 2.2)])
+    unbalanced.canvas.draw()
+
+
+def test_the_figures_text_does_not_follow_its_row_count():
+    """Issue 33: nbval compares a figure's text/plain; its height followed the row count."""
+    from IPython.core.formatters import PlainTextFormatter
+
+    few = charts.speedup_chart({"g1": ROWS[:1], "g2": ROWS[:1]})
+    many = charts.speedup_chart({"g1": ROWS * 3, "g2": ROWS * 2})
+    assert few.get_size_inches()[1] < many.get_size_inches()[1]  # the image still grows
+    text = PlainTextFormatter()
+    assert text(few) == text(many) == "<speed-up chart, 750 px wide, 2 groups>"
+    assert repr(charts.speedup_chart(ROWS)) == "<speed-up chart, 750 px wide>"
+
+
+SERIES = ["machine-a (book)", "machine-b"]
+
+
+def test_one_series_per_machine_hollow_where_no_clear_difference():
+    points = {
+        "fusion": {SERIES[0]: (2.0, 1.8, 2.2, "FASTER"), SERIES[1]: (1.0, 0.9, 1.1)},
+        "only a": {SERIES[0]: (0.5, 0.45, 0.55, "SLOWER")},
+    }
+    fig = charts.speedup_chart({"01 · X": points}, series=SERIES)
+    bars = errorbars(fig)
+    assert len(bars) == 3, "one marker per machine and row"
+    styles = [(c.lines[0].get_marker(), c.lines[0].get_markerfacecolor()) for c in bars]
+    assert styles == [("o", "#1f77b4"), ("s", "white"), ("o", "#1f77b4")]
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == SERIES
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["fusion", "only a"]
+    assert [t.get_text() for t in ax.texts] == ["01 · X"]
+    t = bench.NOISE_THRESHOLD
+    assert vertical_lines(fig) == [round(1 / t, 6), 1.0, round(t, 6)]
+
+
+@pytest.mark.parametrize(
+    "data, series, error, match",
+    [
+        ({"g": {"r": {"zz": (1.0, 0.9, 1.1)}}}, SERIES, ValueError, "unknown series 'zz'"),
+        ({"g": {"r": {SERIES[0]: (1.0, 1.1, 1.2)}}}, SERIES, ValueError, "low <= ratio"),
+        ({"g": {"r": {SERIES[0]: (1.0, 0.9, 1.1, "X")}}}, SERIES, ValueError, "verdict 'X'"),
+        ({"g": {"r": {}}}, SERIES, ValueError, "no point"),
+        ({"g": {}}, SERIES, ValueError, "no rows"),
+        ({}, SERIES, ValueError, "no rows"),
+        ({"g": {"r": {"a": (1.0, 0.9, 1.1)}}}, ["a", "a"], ValueError, "distinct"),
+        ({"g": {"r": {"a": (1.0, 0.9, 1.1)}}}, [], ValueError, "distinct"),
+        ({"g": {"r": {"a": (1.0, 0.9, 1.1)}}}, "a", TypeError, "series"),
+        ({"g": {"r": {"a": 1.0}}}, ["a"], TypeError, "point"),
+        (ROWS, SERIES, TypeError, "data"),
+    ],
+)
+def test_bad_series_data_is_rejected(data, series, error, match):
+    with pytest.raises(error, match=match):
+        charts.speedup_chart(data, series=series)

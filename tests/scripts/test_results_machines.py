@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import pytest
 
 import machine_records  # scripts/ is on pytest's pythonpath (pyproject.toml)
 import results_machines  # scripts/ is on pytest's pythonpath (pyproject.toml)
@@ -42,7 +43,12 @@ def test_chapter_points_one_row_per_comparison_one_point_per_machine():
 def test_chart_title_and_legend_stay_inside_the_figure():
     long = "01 · A chapter title long enough to run past the axes of a narrow chart " * 2
     names = ["machine-a (book)", "machine-b"]
-    points = {"fusion": {names[0]: [2.0, 1.8, 2.2, "FASTER"], names[1]: [1.0, 0.9, 1.1, "X"]}}
+    points = {
+        "fusion": {
+            names[0]: [2.0, 1.8, 2.2, "FASTER"],
+            names[1]: [1.0, 0.9, 1.1, "NO CLEAR DIFFERENCE"],
+        }
+    }
     fig = results_machines.machines_chart(long, points, names)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -103,3 +109,38 @@ def test_the_chapters_row_names_each_failed_chapter_with_its_error():
         "| chapters | 1 of 1 ran | 1 of 2 ran; 02_y FAILED: code cell 19: BackendCompilerFailed |"
         in text
     )
+
+
+def test_a_20000_character_chapter_title_is_cut_in_bounded_time():
+    """Issue 32: fit_inside shortened one character per draw (minutes for 20,000)."""
+    import signal
+
+    def stop(*_):
+        raise TimeoutError("machines_chart still running after 60 s")
+
+    names = ["machine-a (book)", "machine-b"]
+    points = {"fusion": {names[0]: [2.0, 1.8, 2.2, "FASTER"]}}
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(60)
+    try:
+        fig = results_machines.machines_chart("01 · $x$ " + "t" * 20_000, points, names)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    (heading,) = fig.axes[0].texts
+    assert heading.get_text().startswith("01 · $x$ t") and heading.get_text().endswith("…")
+    assert not heading.get_parse_math(), "a title is drawn as text, not mathtext"
+    plt.close(fig)
+
+
+def test_the_chart_is_the_books_speedup_chart_with_a_series_per_machine():
+    """Issue 28: one chart function; the machines' chart is charts.speedup_chart's."""
+    names = ["machine-a (book)", "machine-b"]
+    points = {"fusion": {names[0]: [2.0, 1.8, 2.2, "FASTER"], names[1]: [1.0, 0.9, 1.1, "X"]}}
+    with pytest.raises(ValueError, match="verdict 'X'"):  # checked as every speed-up row
+        results_machines.machines_chart("01 · X", points, names)
+    points["fusion"][names[1]][3] = "NO CLEAR DIFFERENCE"
+    fig = results_machines.machines_chart("01 · X", points, names)
+    assert repr(fig) == "<speed-up chart, 750 px wide>"
+    assert "noise threshold 1.1x" in fig.axes[0].get_xlabel()
+    plt.close(fig)

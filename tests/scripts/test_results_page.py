@@ -264,3 +264,22 @@ def test_a_comparison_recorded_twice_is_one_row_with_the_tables_why():
     chapter = results_page.Chapter(notebook="01_x", title="01 · X")
     results_page.apply_records([chapter], {"records": [shown, row]})
     assert [(r.label, r.why) for r in chapter.rows] == [("fusion", "1 op fewer")]
+
+
+def test_with_records_the_printed_lines_are_not_parsed_for_rows(tmp_book, monkeypatch):
+    """Issue 28: records first; the text reader runs only as the fallback."""
+    import results_rows
+
+    root = tmp_book({"01_x": ["# 01 · X", {"source": "x", "outputs": [CARD, LINE + DETAILS]}]})
+    parsed = []
+    real = results_rows.parse_lines
+    monkeypatch.setattr(results_rows, "parse_lines", lambda *a: parsed.append(1) or real(*a))
+    assert results_page.main([], root=root) == 0  # no results file: the fallback reads rows
+    assert parsed and "conv+BN fusion, batch 1" in (root / "book" / "results.md").read_text()
+    parsed.clear()
+    _results(root, "book", 2, (2e-3, 1e-3))
+    assert results_page.main([], root=root) == 0
+    assert parsed == [], "printed lines parsed although records exist"
+    page = (root / "book" / "results.md").read_text()
+    assert "| fusion |" in page and "conv+BN fusion, batch 1" not in page
+    assert "on cpu (Test CPU, 2 threads" in page  # the card is still read from the outputs
