@@ -110,6 +110,26 @@ def test_table_aligns_and_masks_to_the_same_text_whatever_the_digits():
     assert "4,019,385" in lines[1]
 
 
+def test_a_wide_spread_moves_no_header_and_no_other_row(sanitize):
+    """On a loaded machine a spread of 140% printed ``±1.4e+02%`` and widened its column:
+    the header line changed, and nbval failed (chapter 03, seen while re-executing)."""
+
+    def make(spread):
+        return bench.measured_table(
+            ("per image", "time", "images/s", "bytes"),
+            {
+                "lazy": [Measured(1e-4, "time", spread), Measured(1e4, "", spread), 4_019_385],
+                "other": [Measured(1.0), Measured(2.0), 7],
+            },
+        )
+
+    calm, loaded, absurd = make(0.02), make(1.4), make(150.0)
+    assert "±140%" in loaded and "±1.4e" not in loaded and "±15000%" in absurd
+    assert calm.splitlines()[0] == loaded.splitlines()[0] == absurd.splitlines()[0]
+    assert calm.splitlines()[2] == loaded.splitlines()[2] == absurd.splitlines()[2]
+    assert sanitize(calm) == sanitize(loaded) == sanitize(absurd)
+
+
 def test_rows_as_sequences_keep_their_order():
     text = bench.measured_table(("what", "value"), [("b", Measured(1.0)), ("a", "fact")])
     assert [line.split()[0] for line in text.splitlines()] == ["what", "b", "a"]

@@ -29,7 +29,7 @@ from tricks_helpers.bench.verdicts import Comparison, Measurement, fmt_measured,
 __all__ = ["table", "Measured", "measured_table"]
 
 _VALUE_WIDTH = 10  # "~-1.23e+05": the longest value fmt_measured prints with 3 digits
-_SPREAD_WIDTH = 7  # " ±1.2e+02%" is rarer; " ±12%" / " ±0.52%" fit
+_SPREAD_WIDTH = 7  # " ±12%", " ±0.52%", " ±140%" fit; a wider one overflows its row only
 
 
 def table(
@@ -161,7 +161,8 @@ class Measured:
             gap = "" if self.unit in ("", "%") else " "
             text = f"{fmt_measured(self.value, self.digits)}{gap}{self.unit}"
         if self.spread is not None:
-            text += f" ±{100 * self.spread:.2g}%"
+            percent = 100 * self.spread
+            text += f" ±{percent:.2g}%" if percent < 99.5 else f" ±{percent:.0f}%"
         return text
 
     def width(self) -> int:
@@ -207,8 +208,10 @@ def measured_table(
     """An aligned text table: a left-aligned label column, then right-aligned value columns.
 
     Cells may be :class:`Measured` (printed with ``~`` and ``±``, in a column of fixed width so
-    the line does not move when the digits change), ``int`` facts (with thousands separators),
-    ``bool`` or ``str`` facts (as given). Rows keep their order.
+    the line does not move when the digits change; a value wider than its column, such as a
+    spread of ``±1234%`` on a loaded machine, overflows its own row and moves nothing else),
+    ``int`` facts (with thousands separators), ``bool`` or ``str`` facts (as given). Rows keep
+    their order.
 
     Args:
         header: the column titles, the label column's first (one line each).
@@ -255,8 +258,10 @@ def measured_table(
             )
         texts = [label] + [_cell(c) for c in cells]
         for j, (cell, text) in enumerate(zip([label, *cells], texts)):
-            reserved = cell.width() if isinstance(cell, Measured) else 0
-            widths[j] = max(widths[j], len(text) if j == 0 else max(len(text), reserved))
+            # a measured column's width is what its cells reserve, never what they print: a
+            # longer value overflows its own row (whose masked text stays the same), and the
+            # header and the other rows keep their places
+            widths[j] = max(widths[j], cell.width() if isinstance(cell, Measured) else len(text))
         body.append(texts)
     lines = []
     for texts in [list(header), *body]:
