@@ -29,6 +29,11 @@ on what makes a stored book untrustworthy or a page unreadable:
   (``quantization as qz``), no second import of the package in a later cell.
 - a ``bench.measure``/``compare``/``compare_many`` call without ``device=``: the device of a
   timing comes from what is timed, never from what the machine has (issue 20);
+- a measured value aligned by hand (rule ``measured-table``): in an f-string, a measured value
+  (a ``fmt_time``/``fmt_measured``/``Measured`` call, or a field right after a ``~``) padded
+  to a width (``{bench.fmt_time(t):>12}``, ``~{x:>8.3g}``, ``{x:{width}}``), or followed by a
+  padded field whose place then moves with its digits; measured rows go through
+  ``bench.measured_table``, whose fixed-width columns the sanitize file masks;
 - a chapter with a CUDA branch without Colab's GPU-runtime metadata (``make colab`` adds it);
 - a title cell (the first markdown cell opening with ``# ``) without the reader's first-screen
   takeaway (rule ``do-this``): a ``{admonition} Do this`` fence with ``:class: tip``.
@@ -199,6 +204,66 @@ def timing_calls_without_device(src: str) -> list[str]:
     return found
 
 
+MEASURED_TABLE = "measured-table: measured rows go through bench.measured_table"
+_MEASURED_CALLS = {"fmt_time", "fmt_measured", "Measured"}
+# a format spec that sets a width: [[fill]align][sign][z][#][0]width (the 0 flag alone is none)
+_SPEC_WIDTH = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?[1-9]")
+
+
+def _pads_to_a_width(field: ast.FormattedValue) -> bool:
+    spec = field.format_spec
+    if not isinstance(spec, ast.JoinedStr):
+        return False
+    text = ""
+    for part in spec.values:
+        if isinstance(part, ast.FormattedValue):  # {claim:{width}}: a width from a variable
+            return "." not in text
+        text += str(part.value)
+    return bool(_SPEC_WIDTH.match(text))
+
+
+def _is_measured(field: ast.FormattedValue) -> bool:
+    for node in ast.walk(field.value):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in _MEASURED_CALLS:
+                return True
+    return False
+
+
+def padded_measured_values(src: str) -> list[str]:
+    """Rule ``measured-table``: the f-strings of ``src`` that align a measured value by hand.
+
+    A field holds a measured value when it calls ``fmt_time``, ``fmt_measured`` or
+    ``Measured``, or follows a ``~``. An f-string (implicitly concatenated parts count as one)
+    is flagged when such a field is padded to a width, or when a padded field comes after
+    one (its place then moves with the measured digits). A padded label *before* the measured
+    values is not flagged: it moves nothing the sanitize file does not mask. A cell that is not
+    Python (after blanking IPython lines) is not checked.
+
+    Returns:
+        ``"line N"`` for each flagged f-string, in source order.
+    """
+    tree = _python_tree(src)
+    if tree is None:
+        return []
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        seen_measured = False
+        for before, part in zip([None, *node.values], node.values):
+            if not isinstance(part, ast.FormattedValue):
+                continue
+            tilde = isinstance(before, ast.Constant) and str(before.value).endswith("~")
+            measured = tilde or _is_measured(part)
+            if _pads_to_a_width(part) and (measured or seen_measured):
+                found.add(node.lineno)
+            seen_measured = seen_measured or measured
+    return [f"line {n}" for n in sorted(found)]
+
+
 def coverage_percent(rounds: int, confidence: float = CONFIDENCE) -> int:
     """The most coverage, in whole percent, an interval of ``rounds`` per-round ratios has.
 
@@ -292,6 +357,10 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
             result.problems.append(
                 f"cell {i}: {call} without device=: pass where the timed work runs "
                 "('cpu', 'cuda' or a tensor's .device)"
+            )
+        for where in padded_measured_values(src):
+            result.problems.append(
+                f"cell {i}, {where}: a measured value in a width-padded f-string ({MEASURED_TABLE})"
             )
         for line in src.splitlines():
             m = _MARKER.match(line)

@@ -36,3 +36,35 @@ def test_counting_errors():
         counting.flop_count(3)
     with pytest.raises(TypeError, match="grad must be True or False"):
         counting.aten_op_counts(lambda: None, grad="yes")
+
+
+def test_count_by_op_is_the_one_dispatcher_counter_weighing_each_call():
+    x = torch.randn(4, 4)
+
+    def numel_out(func, args, kwargs, out):  # None leaves a call out
+        return None if "relu" in str(func) else out.numel()
+
+    counts = counting.count_by_op(
+        "test", lambda: torch.relu(x @ x).sum(), (), {}, grad=False, weigh=numel_out
+    )
+    assert counts == {"aten.mm": 16, "aten.sum": 1}
+    ones = counting.count_by_op("test", lambda: torch.relu(x @ x).sum(), (), {}, grad=False)
+    assert ones == counting.aten_op_counts(lambda: torch.relu(x @ x).sum())
+    with pytest.raises(TypeError, match="^test: fn must be callable"):
+        counting.count_by_op("test", 3, (), {}, grad=False)
+
+
+def test_traffic_counts_with_this_counter_and_defines_none_of_its_own():
+    import inspect
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from tricks_helpers import traffic
+
+    modes = [
+        name
+        for name, obj in vars(traffic).items()
+        if inspect.isclass(obj) and issubclass(obj, TorchDispatchMode)
+    ]
+    assert modes == []
+    assert traffic.count_by_op is counting.count_by_op

@@ -4,11 +4,11 @@ Each submodule has one job and is introduced by one chapter of the book:
 
 - :mod:`tricks_helpers.env`: the environment card every chapter prints, bf16 support (all).
 - :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all): a face over
-  :mod:`~tricks_helpers.bench.timing` (the clock, the rounds) and
-  :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed).
+  :mod:`~tricks_helpers.bench.timing` (the clock, the rounds),
+  :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed) and
+  :mod:`~tricks_helpers.bench.tables` (comparisons, and measured rows, as one aligned table).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
-- :mod:`tricks_helpers.tables`: measured rows as one aligned table (03, 04, 07);
-  :mod:`tricks_helpers.charts`: the one speed-up-with-interval chart (04-07, the results page).
+- :mod:`tricks_helpers.charts`: the one speed-up-with-interval chart (04-07, the results page).
 - :mod:`tricks_helpers.limits`: this machine's memory bandwidth and matmul throughput per dtype,
   measured once within a time budget (04, 07).
 - :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).

@@ -11,6 +11,9 @@ exactly on every machine, next to the measured verdict:
   operator that reaches the dispatcher (e.g. ``"aten.native_batch_norm"``), which is
   deterministic for a given torch version, model and input, on any device.
 
+The dispatcher counter behind :func:`aten_op_counts` is the package's one such counter
+(:func:`count_by_op`): :mod:`tricks_helpers.traffic` counts bytes per operator with it.
+
 Both run the call once, under ``torch.no_grad()`` unless told otherwise, and change no global
 state outside the call.
 """
@@ -52,14 +55,30 @@ def flop_count(fn: Callable[..., Any], *args: Any, grad: bool = False, **kwargs:
     return int(counter.get_total_flops())
 
 
+#: What one operator call adds to its count: ``weigh(func, args, kwargs, out)``, or None to
+#: leave the call out. :func:`aten_op_counts` counts 1 per call; ``traffic`` counts bytes.
+Weigh = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], int | None]
+
+
+def _one(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
+    return 1
+
+
 class _OpCounter(TorchDispatchMode):
-    def __init__(self) -> None:
+    """The one dispatcher counter: ``counts[operator packet] += weigh(...)`` for every call."""
+
+    def __init__(self, weigh: Weigh = _one) -> None:
         super().__init__()
+        self.weigh = weigh
         self.counts: collections.Counter[str] = collections.Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.counts[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        amount = self.weigh(func, args, kwargs, out)
+        if amount is not None:
+            self.counts[str(func.overloadpacket)] += amount
+        return out
 
 
 def aten_op_counts(
@@ -80,31 +99,35 @@ def aten_op_counts(
     Raises:
         TypeError: on a non-callable ``fn``.
     """
-    return run_under_mode("aten_op_counts", _OpCounter(), fn, args, kwargs, grad).counts
+    return count_by_op("aten_op_counts", fn, args, kwargs, grad=grad)
 
 
-def run_under_mode(
+def count_by_op(
     where: str,
-    mode: TorchDispatchMode,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    *,
     grad: bool,
-) -> TorchDispatchMode:
-    """Run ``fn(*args, **kwargs)`` once under ``mode`` (and ``torch.no_grad()`` unless ``grad``).
+    weigh: Weigh = _one,
+) -> collections.Counter[str]:
+    """Run ``fn(*args, **kwargs)`` once under the dispatcher counter and return its counts.
 
-    The shared plumbing of the dispatcher-based counters (:func:`aten_op_counts` here,
-    :func:`tricks_helpers.traffic.bytes_by_op`): arguments checked in the caller's name, the
-    mode left uninstalled afterwards even when ``fn`` raises.
+    The one ``TorchDispatchMode`` counter behind :func:`aten_op_counts` (``weigh`` counts 1
+    per call) and :func:`tricks_helpers.traffic.bytes_by_op` (``weigh`` counts the bytes a call
+    moves, None for a call that moves none): arguments checked in the caller's name, the call
+    run under ``torch.no_grad()`` unless ``grad``, the mode left uninstalled afterwards even
+    when ``fn`` raises.
 
     Returns:
-        ``mode``, holding what it counted.
+        A :class:`collections.Counter` of operator packet (``"aten.relu"``) -> summed amounts.
 
     Raises:
         TypeError: on a non-callable ``fn`` or a non-bool ``grad``.
     """
     check_callable(where, "fn", fn)
     check_bool(where, "grad", grad)
-    with contextlib.nullcontext() if grad else torch.no_grad(), mode:
+    counter = _OpCounter(weigh)
+    with contextlib.nullcontext() if grad else torch.no_grad(), counter:
         fn(*args, **kwargs)
-    return mode
+    return counter.counts

@@ -6,7 +6,8 @@ stated in terms of *memory access cost* (MAC): at equal FLOPs, a layer that touc
 bytes runs faster when it is memory-bound. This module counts those bytes with PyTorch's own
 dispatcher, so a chapter can assert them exactly, next to a measured verdict:
 
-- :func:`bytes_accessed` runs a call under a ``TorchDispatchMode`` and adds up, for every ATen
+- :func:`bytes_accessed` runs a call under the one dispatcher counter of
+  :mod:`tricks_helpers.counting` (a ``TorchDispatchMode``) and adds up, for every ATen
   operator that reaches the dispatcher, the bytes of its tensor arguments (read) and of the
   tensors it returns (written);
 - :func:`bytes_by_op` gives the same total split by operator name.
@@ -37,11 +38,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from tricks_helpers._checks import check_bool, check_callable
-from tricks_helpers.counting import run_under_mode
+from tricks_helpers.counting import count_by_op
 
 __all__ = ["bytes_accessed", "bytes_by_op"]
 
@@ -91,17 +91,9 @@ def _op_bytes(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     return moved
 
 
-class _TrafficCounter(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.bytes: collections.Counter[str] = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        if not _moves_no_data(func):
-            self.bytes[str(func.overloadpacket)] += _op_bytes(func, args, kwargs, out)
-        return out
+def _traffic(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int | None:
+    """What one call adds to :func:`bytes_by_op`: its bytes, or None when it moves no data."""
+    return None if _moves_no_data(func) else _op_bytes(func, args, kwargs, out)
 
 
 def bytes_by_op(
@@ -122,7 +114,7 @@ def bytes_by_op(
     Raises:
         TypeError: on a non-callable ``fn`` or a non-bool ``grad``.
     """
-    return run_under_mode("bytes_by_op", _TrafficCounter(), fn, args, kwargs, grad).bytes
+    return count_by_op("bytes_by_op", fn, args, kwargs, grad=grad, weigh=_traffic)
 
 
 def bytes_accessed(fn: Callable[..., Any], *args: Any, grad: bool = False, **kwargs: Any) -> int:

@@ -1,26 +1,9 @@
-"""Tests of tricks_helpers.bench.summaries: the table, the tally, the time change."""
+"""Tests of tricks_helpers.bench.summaries: the tally, the time change."""
 
 import pytest
 from test_verdicts import fake  # one builder of comparisons from chosen ratios
 
 from tricks_helpers import bench
-
-
-def test_table_layout_sanitizes_identically(sanitize):
-    t1 = bench.table(
-        {"fusion": fake(ratios=(1.2,) * 6), "repvgg, batch 1": fake(ratios=(2.5,) * 6)}
-    )
-    t2 = bench.table(
-        {
-            "fusion": fake(ratios=(0.8,) * 6, base=0.5),
-            "repvgg, batch 1": fake(ratios=(25.0,) * 6, base=2e-6),
-        }
-    )
-    assert t1.splitlines()[0].startswith("what")
-    assert len(t1.splitlines()) == 3
-    assert sanitize(t1) == sanitize(t2)
-    with pytest.raises(TypeError, match="must be Comparison"):
-        bench.table({"x": 1.0})
 
 
 def test_tally_counts_verdicts_as_measurements(sanitize):

@@ -316,3 +316,55 @@ def test_coverage_of_table_rows_and_unbacked_table_labels(make_notebook):
         "(rule coverage)",
         "cell 3: interval labelled 95% but 5 rounds give 93% (rule coverage)",
     ]
+
+
+MEASURED_TABLE_PROBLEM = (
+    "a measured value in a width-padded f-string "
+    "(measured-table: measured rows go through bench.measured_table)"
+)
+
+
+@pytest.mark.parametrize(
+    "source, lines",
+    [
+        # issue 28: measured values aligned by hand
+        ('print(f"{bench.fmt_time(t):>12}")', [1]),
+        ('row = " ".join(f"{bench.fmt_time(m[w]):>12}" for w in ws)', [1]),
+        ('print(f"{name:<10} {fmt_measured(x)}  {n:>6} rows")', [1]),  # padding after a value
+        ('x = 1\nprint(f"loss ~{loss:>8.3g}")', [2]),  # a ~ number, padded
+        ('print(f"{str(bench.Measured(v)):{width}}")', [1]),  # a width from a variable
+        ('print(\n    f"{a} ~{b:.2f} "\n    f"{c:<9}"\n)', [2]),  # concatenated parts are one
+        # clean: a padded label before the values, precision without width, a table
+        ('print(f"{name:<18} {bench.fmt_measured(pct)}% of the ceiling")', []),
+        ('print(f"~{x:.3g} and {bench.fmt_time(t)}; {n:,} rows, {s:+.2%}")', []),
+        ('print(f"{n:>8} {m:,}")', []),
+        ("print(bench.measured_table(('what', 't'), {'a': [bench.Measured(1.0)]}))", []),
+        ("%time x = 1\ns = f'{x:>8}'", []),
+        ("def (:\n  f'{bench.fmt_time(t):>9}'", []),  # not Python: not checked
+    ],
+)
+def test_measured_values_aligned_by_hand(source, lines):
+    assert audit_notebooks.padded_measured_values(source) == [f"line {n}" for n in lines]
+
+
+def test_a_planted_hand_aligned_measured_row_fails_and_a_table_passes(make_notebook):
+    planted = 'for n in (1, 2):\n    print(f"{n:>8} {bench.fmt_time(t[n]):>12}")'
+    clean = "print(bench.measured_table(('threads', 'time'), rows))"
+    a = audit(make_notebook, [code(planted), code(clean)])
+    assert a.problems == [f"cell 1, line 2: {MEASURED_TABLE_PROBLEM}"]
+
+
+def test_no_stored_chapter_aligns_a_measured_value_by_hand():
+    from find_notebooks import ROOT, chapter_notebooks
+
+    hits = []
+    for path in chapter_notebooks(ROOT):
+        cells = audit_notebooks.json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] == "code":
+                src = audit_notebooks._text(cell["source"])
+                hits += [
+                    f"{path.name} cell {i}, {w}"
+                    for w in audit_notebooks.padded_measured_values(src)
+                ]
+    assert hits == []

@@ -1,10 +1,11 @@
 """Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
 
-This face hands on the names of its five modules, each name with one home:
+This face hands on the names of its modules, each name with one home:
 :mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare`, :func:`compare_many`,
 :func:`comparison_from_times`, :func:`device_class`) and :mod:`~tricks_helpers.bench.verdicts`
-(the threshold, the verdict, the printed lines), :mod:`~tricks_helpers.bench.summaries`
-(:func:`table`, :func:`tally`, :func:`time_change_text`) and
+(the threshold, the verdict, the printed lines), :mod:`~tricks_helpers.bench.tables` (the
+book's two tables: :func:`table` of comparisons, :func:`measured_table` of :class:`Measured`
+rows), :mod:`~tricks_helpers.bench.summaries` (:func:`tally`, :func:`time_change_text`) and
 :mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage) and
 :mod:`~tricks_helpers.bench.records` (each shown comparison as a JSON record, written only
 where ``TRICKS_RECORDS`` names a file; its plumbing, which no chapter calls, is imported from
@@ -38,7 +39,8 @@ from tricks_helpers.bench.intervals import (
     interval_coverage,
     median_interval,
 )
-from tricks_helpers.bench.summaries import table, tally, time_change_text
+from tricks_helpers.bench.summaries import tally, time_change_text
+from tricks_helpers.bench.tables import Measured, measured_table, table
 from tricks_helpers.bench.timing import (
     compare,
     compare_many,
@@ -86,6 +88,8 @@ __all__ = [
     "fmt_measured",
     "fmt_ratio",
     "table",
+    "Measured",
+    "measured_table",
     "tally",
     "time_change_text",
 ]

@@ -19,9 +19,10 @@ count (:mod:`tricks_helpers.bench.intervals`): the details line says ``5 rounds,
 and the summary table has ``rounds`` and ``covers`` columns. :meth:`ManyComparison.compare` takes
 exactly one pair (no verdict pools different things).
 :class:`Measurement`, :class:`Comparison` and :class:`ManyComparison` hold what was timed;
-:mod:`tricks_helpers.bench.summaries` prints several side by side (``table``) or counts their
-verdicts (``tally``). :mod:`tricks_helpers.bench.timing` does the timing;
-:mod:`tricks_helpers.bench` hands on the names of all of them.
+:mod:`tricks_helpers.bench.tables` prints several side by side (``table``) and
+:mod:`tricks_helpers.bench.summaries` counts their verdicts (``tally``).
+:mod:`tricks_helpers.bench.timing` does the timing; :mod:`tricks_helpers.bench` hands on the
+names of all of them.
 """
 
 from __future__ import annotations
