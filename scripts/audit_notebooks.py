@@ -37,6 +37,10 @@ on what makes a stored book untrustworthy or a page unreadable:
 - a chapter with a CUDA branch without Colab's GPU-runtime metadata (``make colab`` adds it);
 - a title cell (the first markdown cell opening with ``# ``) without the reader's first-screen
   takeaway (rule ``do-this``): a ``{admonition} Do this`` fence with ``:class: tip``.
+- a compared cell whose branch on the device prints differently on its two sides (rule
+  ``one-output-per-device``): each side prints the same number of lines, each one
+  ``[hardware] `` line (masked), or the cell is tagged ``nbval-ignore-output``, so that the
+  stored CPU output also matches a GPU run.
 
 Only the standard library and this repository's scripts are used.
 """
@@ -52,6 +56,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audit_device_branches import device_branch_problems, device_names
 from colab_runtime import has_gpu_branch, has_gpu_runtime
 from find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 
@@ -340,6 +345,7 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
         result.problems.append(tip)
     expected = 1
     first_import: int | None = None
+    device_vars: set[str] = set()
     for i, cell in enumerate(cells):
         if cell.get("cell_type") != "code":
             continue
@@ -371,6 +377,9 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
                 )
             if line.strip().startswith("#"):  # what nbval honours, until converted to tags
                 tags |= _COMMENT_TAGS.get(line.strip().lstrip("#").strip(), set())
+        device_vars |= device_names(src)  # rule one-output-per-device
+        if not tags & (_SKIP_TAGS | _IGNORE_TAGS):
+            result.problems += device_branch_problems(i, src, device_vars)
         if tags & _SKIP_TAGS:
             result.skipped += 1
             continue

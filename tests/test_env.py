@@ -130,6 +130,43 @@ def test_hardware_line_default_matches_native_autocast():
     assert env.native_autocast("cpu") == env.native_bf16("cpu")
 
 
+def fake_gpu(monkeypatch, capability, bf16):
+    """CUDA present, with a compute capability and native bfloat16 or not (no GPU needed)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: bf16)
+
+
+@pytest.mark.parametrize(
+    "capability, bf16, timed, native",
+    [
+        ((9, 0), True, torch.bfloat16, True),
+        ((7, 5), False, torch.float16, True),  # a T4: float16 tensor cores, no native bfloat16
+        ((6, 1), False, torch.float16, False),
+        # issue 33: the page times the last dtype; a device whose float16 is not native but whose
+        # bfloat16 is must be judged by bfloat16 (the first dtype said False here)
+        ((6, 1), True, torch.bfloat16, True),
+    ],
+)
+def test_native_autocast_judges_the_timed_dtype(monkeypatch, capability, bf16, timed, native):
+    fake_gpu(monkeypatch, capability, bf16)
+    assert env.autocast_dtypes("cuda")[-1] == timed  # what chapter 04 times (amp_dtype)
+    assert env.native_autocast("cuda") is native
+    assert env.native_autocast("cuda", torch.float16) is (capability >= (7, 0))
+    if bf16:
+        assert env.native_autocast("cuda", torch.bfloat16) is True
+
+
+def test_native_autocast_dtype_errors(monkeypatch):
+    with pytest.raises(ValueError, match=r"float16 is not an autocast dtype of cpu \(those are"):
+        env.native_autocast("cpu", torch.float16)
+    with pytest.raises(TypeError, match="^native_autocast: dtype must be"):
+        env.native_autocast("cpu", "bfloat16")
+    fake_gpu(monkeypatch, (7, 5), False)
+    with pytest.raises(ValueError, match=r"bfloat16 is not an autocast dtype of cuda"):
+        env.native_autocast("cuda", torch.bfloat16)
+
+
 def test_native_autocast_and_hardware_line_errors():
     for fn in (env.native_autocast, env.hardware_line):
         with pytest.raises(ValueError, match="expected a 'cpu' or 'cuda' device"):

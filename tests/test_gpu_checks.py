@@ -81,6 +81,62 @@ def test_tensor_core_kernels_by_name():
     ]
 
 
+@pytest.mark.parametrize(
+    "name, tensor_cores",
+    [
+        ("volta_h884gemm_64x64_ldg8_nn", True),
+        ("turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_tn", True),
+        ("cutlass_80_tensorop_h16816gemm_relu_256x128_32x3_nn_align8", True),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", True),
+        ("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4", True),
+        ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN", True),
+        # issue 33: float32 (SIMT) members of the xmma/nvjet families, and a bare 884 in a number
+        (
+            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma",
+            False,
+        ),
+        ("nvjet_sss_64x64_64x8_2x1_v_bz_TNN", False),
+        ("reduce_kernel<512, 1, 18846>", False),
+        ("gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, 884>", False),
+        ("volta_sgemm_128x64_nn", False),
+    ],
+)
+def test_is_tensor_core_kernel(name, tensor_cores):
+    assert gpu_checks.is_tensor_core_kernel(name) is tensor_cores
+    spans = [span(name, 0, 1, "s", KERNEL), span(name, 2, 1, "s", KERNEL)]
+    assert gpu_checks.tensor_core_kernels(spans) == ([name] if tensor_cores else [])
+    assert gpu_checks.kernel_names(spans + [span("x", 0, 1, "t", "cpu_op")]) == [name]
+
+
+def test_copies_on_side_streams_is_the_prefetcher_invariant():
+    """Issue 33, 03 c55: a copy issued on a stream that runs no kernel, whatever the timing."""
+    copy = "Memcpy HtoD (Pinned -> Device)"
+    plain = [  # every copy queued on the computing stream: none beside the kernels
+        span(copy, 0, 5, "stream 7", COPY),
+        span("k", 5, 50, "stream 7", KERNEL),
+        span(copy, 55, 5, "stream 7", COPY),
+        span("k", 60, 50, "stream 7", KERNEL),
+    ]
+    prefetched = [  # copies on a side stream; the second ran after the first kernel ended
+        span(copy, 0, 5, "stream 20", COPY),
+        span("k", 5, 50, "stream 7", KERNEL),
+        span(copy, 56, 5, "stream 20", COPY),
+        span("k", 61, 50, "stream 7", KERNEL),
+        span("Memcpy DtoH (Device -> Pinned)", 120, 1, "stream 7", COPY),
+    ]
+    assert gpu_checks.copies_on_side_streams(plain) == (0, 2)
+    assert gpu_checks.copies_on_side_streams(prefetched) == (2, 2)
+    assert gpu_checks.overlapped_copies(prefetched) == (0, 2)  # timing: no overlap this time
+    assert gpu_checks.copies_on_side_streams(prefetched, "DtoH") == (0, 1)
+    assert gpu_checks.copies_on_side_streams([]) == (0, 0)
+    with pytest.raises(ValueError, match="direction must be one of"):
+        gpu_checks.copies_on_side_streams(plain, "sideways")
+    with pytest.raises(TypeError, match=r"^copies_on_side_streams: spans\[...\] must be TraceSpan"):
+        gpu_checks.copies_on_side_streams([("k", 0, 1)])
+    with pytest.raises(TypeError, match="^is_tensor_core_kernel: name must be str"):
+        gpu_checks.is_tensor_core_kernel(884)
+
+
 def test_bad_arguments():
     with pytest.raises(TypeError, match="^overlapped_copies: spans must be list or tuple"):
         gpu_checks.overlapped_copies("trace.json")

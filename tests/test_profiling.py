@@ -90,6 +90,49 @@ def test_range_durations_one_per_occurrence(prof):
         profiling.range_durations(prof, "slow")
 
 
+def _cuda_profile_events():
+    """Events as a CUDA profile holds them (issue 33), faked: no GPU needed.
+
+    Each of three ``"step"`` ranges is recorded on the host (``DeviceType.CPU``, 100 us) and,
+    because it launched GPU work, again as a device-side ``gpu_user_annotation`` of the same
+    name (``DeviceType.CUDA``, 450 us, on the GPU's stream), as ``ProfilerActivity.CUDA`` does.
+    """
+    from torch.autograd import DeviceType
+    from torch.autograd.profiler_util import EventList, FunctionEvent
+
+    events = []
+    for k in range(3):
+        t = 1000 * k
+        for i, (device, start, end) in enumerate(
+            [(DeviceType.CPU, t, t + 100), (DeviceType.CUDA, t + 50, t + 500)]
+        ):
+            events.append(
+                FunctionEvent(
+                    id=2 * k + i,
+                    name="step",
+                    thread=1 if device == DeviceType.CPU else 7,
+                    start_us=start,
+                    end_us=end,
+                    stack=[],
+                    device_type=device,
+                    is_user_annotation=True,
+                )
+            )
+    out = EventList(events)
+    out._build_tree()
+    return out
+
+
+def test_ranges_of_a_cuda_profile_are_read_on_the_host():
+    events = _cuda_profile_events()
+    assert profiling.range_durations(events, ["step"]) == {"step": [100.0, 100.0, 100.0]}
+    row = profiling.range_stats(events.key_averages(), ["step"])["step"]
+    assert (row.calls, row.cpu_total_us, row.device) == (3, 300.0, "cpu")
+    devices = sorted(r.device for r in profiling.op_stats(events) if r.name == "step")
+    assert devices == ["cpu", "cuda"]  # op_stats keeps both rows, marked
+    assert profiling.largest_range(events.key_averages(), ["step"]) == "step"
+
+
 @pytest.mark.parametrize(
     "call, match",
     [

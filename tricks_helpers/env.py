@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from tricks_helpers._checks import check_type
+
 __all__ = [
     "EnvCard",
     "environment_card",
@@ -142,17 +144,30 @@ def autocast_dtypes(device: str | torch.device = "cpu") -> list[torch.dtype]:
     return [torch.float16] + ([torch.bfloat16] if native_bf16("cuda") else [])
 
 
-def native_autocast(device: str | torch.device = "cpu") -> bool:
-    """True when the first of :func:`autocast_dtypes` runs natively on ``device`` (chapter 04).
+def native_autocast(device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> bool:
+    """True when ``dtype`` runs natively on ``device`` under autocast (chapter 04).
 
-    CPU: bfloat16 is native with ``avx512_bf16``, ``amx_bf16`` or Arm ``bf16``
-    (:func:`native_bf16`). CUDA: float16 runs on tensor cores from compute capability 7.0.
-    This is the branch chapter 04 takes: only where it is true is a speed-up asserted.
+    ``dtype`` defaults to the **last** of :func:`autocast_dtypes`, the one chapter 04 times
+    (``amp_dtype = env.autocast_dtypes(device)[-1]``): bfloat16 on a GPU that has it natively,
+    else float16 (issue 33: this once judged the first, float16, while the page timed bfloat16).
+    bfloat16: :func:`native_bf16` (CPU: ``avx512_bf16``, ``amx_bf16`` or Arm ``bf16``; CUDA:
+    compute capability 8.0). float16 on CUDA: tensor cores from compute capability 7.0. This
+    is the branch chapter 04 takes: only where it is true is a speed-up asserted.
 
     Raises:
-        ValueError: as :func:`autocast_dtypes`.
+        TypeError: when ``dtype`` is not a ``torch.dtype``.
+        ValueError: as :func:`autocast_dtypes`, or a ``dtype`` that is not one of them.
     """
-    dtype = autocast_dtypes(device)[0]
+    dtypes = autocast_dtypes(device)
+    if dtype is None:
+        dtype = dtypes[-1]
+    check_type("native_autocast", "dtype", dtype, torch.dtype)
+    if dtype not in dtypes:
+        names = [str(d).removeprefix("torch.") for d in dtypes]
+        raise ValueError(
+            f"native_autocast: {str(dtype).removeprefix('torch.')} is not an autocast dtype of "
+            f"{torch.device(device).type} (those are {names})"
+        )
     if dtype == torch.bfloat16:
         return native_bf16(device)
     return torch.cuda.get_device_capability(torch.device(device)) >= (7, 0)

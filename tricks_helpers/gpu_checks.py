@@ -7,8 +7,11 @@ branch of a chapter by a fact of the run, beside a loose speed bound:
 - :func:`overlapped_copies` counts host-to-device copies that ran while a kernel ran on another
   stream, from the spans of a profiler trace (:func:`tricks_helpers.traces.trace_spans` with
   ``category=None``): overlap is what ``pin_memory=True`` + ``non_blocking=True`` and a prefetcher
-  buy (chapter 03);
-- :func:`tensor_core_kernels` picks the kernels whose names say they use tensor cores (04);
+  buy (chapter 03); it depends on timing, so the claim is decided by
+  :func:`copies_on_side_streams`, the copies issued on a stream that runs no kernel (what a
+  prefetcher does by construction, on every batch);
+- :func:`tensor_core_kernels` picks the kernels whose names say they use tensor cores
+  (:func:`is_tensor_core_kernel`), :func:`kernel_names` all kernels a run launched (04);
 - :func:`allocator_actions` and :func:`allocated_timeline` read a CUDA memory snapshot
   (``torch.cuda.memory._snapshot()`` after ``_record_memory_history()``): which actions the
   caching allocator took (``segment_free`` is memory returned to the driver) and the bytes
@@ -23,6 +26,7 @@ global state.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,9 +46,12 @@ __all__ = [
     "KERNEL_CATEGORY",
     "TENSOR_CORE_MARKERS",
     "overlapped_copies",
+    "copies_on_side_streams",
     "copy_kinds",
     "profile_spans",
     "tensor_core_kernels",
+    "is_tensor_core_kernel",
+    "kernel_names",
     "allocator_actions",
     "allocated_timeline",
     "cublas_product_without_workspace_config",
@@ -54,11 +61,37 @@ __all__ = [
 COPY_CATEGORY = "gpu_memcpy"
 KERNEL_CATEGORY = "kernel"
 
-#: Substrings of cuBLAS/CUTLASS kernel names that mean tensor-core (MMA) instructions:
-#: ``s884`` (Volta), ``s1688`` (Turing), ``s16816`` (Ampere) MMA shapes; ``hmma``/``xmma``/
-#: ``tensorop`` (generic names); ``gmma``/``wgmma`` (Hopper); ``nvjet`` (cuBLAS's generated
-#: GEMMs on Hopper and later). A name heuristic: the cell prints the names it matched.
-TENSOR_CORE_MARKERS = ("884", "1688", "16816", "hmma", "xmma", "tensorop", "gmma", "nvjet", "_tc_")
+#: Tokens of cuBLAS/CUTLASS kernel names that mean tensor-core (MMA) instructions by
+#: themselves: the MMA shapes with their type letter, ``h884``/``s884`` (Volta),
+#: ``h1688``/``s1688``/``i8816`` (Turing), ``h16816``/``s16816``/``i16832`` (Ampere), matched
+#: with no digit beside them (a bare ``884`` can be part of any number); ``hmma``/``imma``/
+#: ``tensorop``; ``gmma``/``wgmma`` (Hopper). A name heuristic: the cell prints the names.
+TENSOR_CORE_MARKERS = (
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "i8816",
+    "h16816",
+    "s16816",
+    "i16832",
+    "hmma",
+    "imma",
+    "tensorop",
+    "gmma",
+)
+_SHAPES = [m for m in TENSOR_CORE_MARKERS if m[1:].isdigit()]
+_TENSOR_CORE_TOKEN = re.compile(
+    "|".join([rf"(?<![0-9]){m}(?![0-9])" for m in _SHAPES])
+    + "|"
+    + "|".join(m for m in TENSOR_CORE_MARKERS if m not in _SHAPES)
+)
+#: Kernel families with float32 (SIMT) members too: ``xmma`` (cuBLAS/CUTLASS) and ``nvjet``
+#: (cuBLAS's generated GEMMs, Hopper and later) count only with a tensor-core input type in
+#: the name (``f16``, ``bf16``, ``tf32``, ``e4m3``/``e5m2``, ``i8``/``s8``, or nvjet's type
+#: code starting ``h``/``b``/``t``/``e``): ``sm80_xmma_gemm_f32f32_f32f32_f32...`` does not.
+_FAMILY = re.compile(r"xmma|nvjet")
+_TENSOR_CORE_TYPE = re.compile(r"bf16|f16|tf32|e4m3|e5m2|i8|s8|nvjet_[hbte]")
 
 
 def _check_spans(where: str, spans: object) -> Sequence[TraceSpan]:
@@ -99,6 +132,33 @@ def overlapped_copies(spans: Sequence[TraceSpan], direction: str = "HtoD") -> tu
         ):
             overlapped += 1
     return overlapped, len(copies)
+
+
+def copies_on_side_streams(spans: Sequence[TraceSpan], direction: str = "HtoD") -> tuple[int, int]:
+    """How many copies of ``direction`` ran on a stream on which no kernel ran (chapter 03).
+
+    Such a copy was issued beside the computation, so the GPU may run it during a kernel:
+    a prefetcher issues every copy that way, by construction, whereas copies issued on the
+    stream that computes wait for its kernels. This is the invariant of the prefetcher claim;
+    whether a copy then did overlap a kernel (:func:`overlapped_copies`) depends on how long
+    each took, so it is shown, not asserted.
+
+    Args:
+        spans: as :func:`overlapped_copies`.
+        direction: as :func:`overlapped_copies`.
+
+    Returns:
+        ``(on_side_streams, copies)``.
+
+    Raises:
+        TypeError: on spans that are not :class:`~tricks_helpers.traces.TraceSpan` rows.
+        ValueError: on an unknown direction.
+    """
+    _check_spans("copies_on_side_streams", spans)
+    check_choice("copies_on_side_streams", "direction", direction, ("HtoD", "DtoH", "DtoD"))
+    copies = [s for s in spans if s.category == COPY_CATEGORY and direction in s.name]
+    computing = {s.thread for s in spans if s.category == KERNEL_CATEGORY}
+    return sum(c.thread not in computing for c in copies), len(copies)
 
 
 def copy_kinds(spans: Sequence[TraceSpan]) -> Counter[str]:
@@ -146,15 +206,42 @@ def profile_spans(fn: Callable[[], Any], path: str | os.PathLike | None = None) 
         return trace_spans(trace, category=None)
 
 
+def is_tensor_core_kernel(name: str) -> bool:
+    """True when a kernel's name says it runs tensor-core (MMA) instructions (chapter 04).
+
+    A :data:`TENSOR_CORE_MARKERS` token (shapes with no digit beside them), or a kernel of the
+    ``xmma``/``nvjet`` families that names a tensor-core input type (their float32 kernels
+    do not count). Case is ignored.
+
+    Raises:
+        TypeError: when ``name`` is not a string.
+    """
+    check_type("is_tensor_core_kernel", "name", name, str)
+    low = name.lower()
+    if _TENSOR_CORE_TOKEN.search(low):
+        return True
+    return bool(_FAMILY.search(low) and _TENSOR_CORE_TYPE.search(low))
+
+
+def kernel_names(spans: Sequence[TraceSpan]) -> list[str]:
+    """The distinct names of the kernels in ``spans``, sorted (chapter 04: which kernels
+    cuBLAS chose for a shape, to compare two shapes).
+
+    Raises:
+        TypeError: on spans that are not :class:`~tricks_helpers.traces.TraceSpan` rows.
+    """
+    _check_spans("kernel_names", spans)
+    return sorted({s.name for s in spans if s.category == KERNEL_CATEGORY})
+
+
 def tensor_core_kernels(spans: Sequence[TraceSpan]) -> list[str]:
-    """The distinct kernel names of ``spans`` that hold a :data:`TENSOR_CORE_MARKERS` marker.
+    """The distinct kernel names of ``spans`` that :func:`is_tensor_core_kernel` accepts.
 
     Raises:
         TypeError: on spans that are not :class:`~tricks_helpers.traces.TraceSpan` rows.
     """
     _check_spans("tensor_core_kernels", spans)
-    names = {s.name for s in spans if s.category == KERNEL_CATEGORY}
-    return sorted(n for n in names if any(m in n.lower() for m in TENSOR_CORE_MARKERS))
+    return [n for n in kernel_names(spans) if is_tensor_core_kernel(n)]
 
 
 def _device_trace(where: str, snapshot: Any, device: int) -> list[dict[str, Any]]:

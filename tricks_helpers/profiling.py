@@ -6,7 +6,9 @@ on. :func:`range_stats` picks the ``record_function`` ranges a training loop lab
 (``"data"``, ``"forward"``, ...), :func:`largest_range` names the most expensive one, and
 :func:`range_durations` lists the duration of every occurrence of a range (one per step), so
 that a chapter can decide on the median step, which one step slowed down by another process
-cannot move.
+cannot move. A range is read on the host (its CPU-side events): with
+``ProfilerActivity.CUDA`` each range that launches GPU work also yields a device-side
+``gpu_user_annotation`` event of the same name, which would count every step twice (issue 33).
 :func:`cprofile_stats` does the same for a :mod:`cProfile` run, with function names
 stripped of machine paths. The trace file the profiler exports is read back by
 :mod:`tricks_helpers.traces`.
@@ -54,6 +56,8 @@ class OpStat:
             ``profile_memory=True``; 0 otherwise).
         self_device_us: time on the accelerator (CUDA) itself (0 without CUDA activity).
         is_range: it is a user range (``record_function``), not an operator.
+        device: where the row's events ran, ``"cpu"`` (operators and ranges on the host) or
+            the accelerator (``"cuda"``: kernels and the device-side copy of a range).
     """
 
     name: str
@@ -63,6 +67,7 @@ class OpStat:
     self_cpu_memory_bytes: int
     self_device_us: float
     is_range: bool
+    device: str = "cpu"
 
 
 def _key_averages(source: Any) -> Iterable[Any]:
@@ -77,6 +82,11 @@ def _key_averages(source: Any) -> Iterable[Any]:
     raise TypeError(
         f"expected a torch.profiler.profile or its key_averages(), got {type(source).__name__}"
     )
+
+
+def _device_name(device_type: Any) -> str:
+    """``DeviceType.CUDA`` -> ``"cuda"``; a missing device type is the host's (``"cpu"``)."""
+    return "cpu" if device_type is None else str(device_type).rsplit(".", 1)[-1].lower()
 
 
 def op_stats(source: Any) -> list[OpStat]:
@@ -100,6 +110,7 @@ def op_stats(source: Any) -> list[OpStat]:
                 self_cpu_memory_bytes=int(getattr(e, "self_cpu_memory_usage", 0) or 0),
                 self_device_us=float(getattr(e, "self_device_time_total", 0) or 0),
                 is_range=bool(getattr(e, "is_user_annotation", False)),
+                device=_device_name(getattr(e, "device_type", None)),
             )
         )
     return rows
@@ -130,7 +141,11 @@ def top_ops(
 
 
 def range_stats(source: Any, names: Sequence[str]) -> dict[str, OpStat]:
-    """The rows of the ``record_function`` ranges ``names``, in the order given.
+    """The host-side rows of the ``record_function`` ranges ``names``, in the order given.
+
+    A CUDA profile holds a second row per range, its device-side ``gpu_user_annotation``
+    copy (``device="cuda"``); it is left out, so a row's ``calls`` and CPU times are the
+    range's own on any device.
 
     Raises:
         TypeError: ``names`` is one string, or not a sequence of strings.
@@ -138,7 +153,7 @@ def range_stats(source: Any, names: Sequence[str]) -> dict[str, OpStat]:
             ranges that were).
     """
     check_names("range_stats", names)
-    rows = {r.name: r for r in op_stats(source)}
+    rows = {r.name: r for r in op_stats(source) if r.device == "cpu"}
     missing = [n for n in names if n not in rows]
     if missing:
         recorded = sorted(r.name for r in rows.values() if r.is_range)
@@ -173,7 +188,9 @@ def range_durations(source: Any, names: Sequence[str]) -> dict[str, list[float]]
         names: the ranges, e.g. ``["data", "forward"]``.
 
     Returns:
-        name -> durations in microseconds (wall time on the CPU thread, children included).
+        name -> durations in microseconds (wall time on the CPU thread, children included),
+        one per occurrence on the host: the device-side ``gpu_user_annotation`` events of
+        the same name that ``ProfilerActivity.CUDA`` adds are not counted.
 
     Raises:
         TypeError: ``source`` is neither, or ``names`` is not a sequence of strings.
@@ -190,7 +207,7 @@ def range_durations(source: Any, names: Sequence[str]) -> dict[str, list[float]]
         )
     found: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     for e in events:
-        if e.name in found:
+        if e.name in found and _device_name(getattr(e, "device_type", None)) == "cpu":
             found[e.name].append((float(e.time_range.start), float(e.time_range.elapsed_us())))
     missing = [n for n, d in found.items() if not d]
     if missing:
