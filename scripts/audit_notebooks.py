@@ -41,6 +41,15 @@ on what makes a stored book untrustworthy or a page unreadable:
   ``one-output-per-device``): each side prints the same number of lines, each one
   ``[hardware] `` line (masked), or the cell is tagged ``nbval-ignore-output``, so that the
   stored CPU output also matches a GPU run.
+- advice the run does not decide (``scripts/audit_claims.py``, issue 29): no claims table in
+  the stored outputs (rule ``claims-table``); a tip without this run's glued clause, or a claim
+  the stored run printed ``NOT HELD HERE`` that the clause does not name (rule
+  ``claims-in-tip``); a printed point above its roof, ``~N% of`` a limit, ceiling, roof,
+  bandwidth or peak with N > 100 (rule ``roof-upper-bound``).
+- the recipe and the evidence out of place (``scripts/audit_recipes.py``, issue 30): a cell
+  tagged ``recipe`` that uses the book's helpers (rule ``recipe-plain``), no recipe cell or a
+  first one past the first fifth of the page (rule ``recipe-first``), a cell that times
+  something with its code shown (rule ``evidence-folded``: tag it ``hide-input``).
 
 Only the standard library and this repository's scripts are used.
 """
@@ -56,7 +65,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audit_claims import claims_problems, roof_problems
 from audit_device_branches import device_branch_problems, device_names
+from audit_recipes import folding_problems, recipe_problems
 from colab_runtime import has_gpu_branch, has_gpu_runtime
 from find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 
@@ -420,6 +431,8 @@ def audit_notebook(path: Path, min_compared: float = MIN_COMPARED) -> Audit:
             hit = _MACHINE_PATH.search(text)
             if hit:
                 result.problems.append(f"cell {i}: machine path in output near {hit.group(0)!r}")
+    result.problems += claims_problems(cells) + roof_problems(cells)
+    result.problems += recipe_problems(cells) + folding_problems(cells)
     if has_gpu_branch(nb) and not has_gpu_runtime(nb):
         result.problems.append(
             "has a CUDA branch but no Colab GPU-runtime metadata (make colab adds it)"
