@@ -113,6 +113,9 @@ def source_facts(name: str) -> dict:
             "figures": figures,
             "math": _has_math(text),
             "hidden": [],
+            "recipe": 0,
+            "folded": 0,
+            "folded_outputs": 0,
         }
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     facts = {
@@ -123,6 +126,9 @@ def source_facts(name: str) -> dict:
         "figures": [],
         "math": False,
         "hidden": [],
+        "recipe": 0,  # code cells tagged recipe: their code shown expanded
+        "folded": 0,  # code cells tagged hide-input: code folded, output shown
+        "folded_outputs": 0,
     }
     for cell in nb["cells"]:
         src = _text(cell.get("source"))
@@ -142,6 +148,9 @@ def source_facts(name: str) -> dict:
         if not tags & REMOVE_INPUT:
             facts["code"] += 1
         outs = cell.get("outputs", []) if not tags & REMOVE_OUTPUT else []
+        facts["recipe"] += "recipe" in tags
+        facts["folded"] += "hide-input" in tags
+        facts["folded_outputs"] += "hide-input" in tags and bool(outs)
         facts["outputs"] += bool(outs)
         n_images = sum(any(k.startswith("image/") for k in o.get("data", {})) for o in outs)
         facts["images"] += n_images
@@ -260,6 +269,24 @@ def test_page_renders_everything(name, server, browser):
         assert got["caption"], f"{name}: a figure without a caption"
         if want["caption"]:
             assert words(got["caption"]) == words(plain(want["caption"])), f"{name}: caption"
+
+    # what a reader meets: the recipe's code expanded, the evidence's code folded with its
+    # output in view (issue 30)
+    recipes = page.locator("div.tag_recipe div.cell_input")
+    assert recipes.count() == facts["recipe"], f"{name}: recipe cells missing"
+    assert all(recipes.nth(i).is_visible() for i in range(recipes.count())), (
+        f"{name}: a recipe's code is folded"
+    )
+    folded = page.locator("div.tag_hide-input div.cell_input")
+    assert folded.count() == facts["folded"], f"{name}: hide-input cells missing"
+    assert not any(folded.nth(i).is_visible() for i in range(folded.count())), (
+        f"{name}: a hide-input cell's code is shown expanded"
+    )
+    results = page.locator("div.tag_hide-input div.cell_output")
+    assert results.count() == facts["folded_outputs"], f"{name}: a folded cell's output missing"
+    assert all(results.nth(i).is_visible() for i in range(results.count())), (
+        f"{name}: a folded cell's output is hidden with its code"
+    )
 
     text = page.locator("main").inner_text()
     for hidden in facts["hidden"]:
