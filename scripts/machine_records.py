@@ -208,6 +208,16 @@ def validate_results(data: Any, name: str = "results") -> dict[str, Any]:
             raise type(exc)(f"{name}: record {i}: {exc}") from exc
         if rec["chapter"] not in chapters:
             raise ValueError(f"{name}: record {i} names chapter {rec['chapter']!r}, not listed")
+    seen = set()
+    for i, claim in enumerate(data.get("claims", [])):
+        check_type("validate_results", f"{name}.claims[{i}]", claim, dict)
+        if claim.get("chapter") not in chapters:
+            raise ValueError(
+                f"{name}: claim {i} names chapter {claim.get('chapter')!r}, not listed"
+            )
+        if (claim["chapter"], claim.get("key")) in seen:
+            raise ValueError(f"{name}: claim {i} repeats {claim['chapter']}/{claim.get('key')}")
+        seen.add((claim["chapter"], claim.get("key")))
     return check_results(data, name)
 
 
@@ -218,10 +228,14 @@ def merge_results(
     records: list[dict[str, Any]],
     source: str,
     limits: Mapping[str, Any] | None = None,
+    claims: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """``old`` with the chapters in ``chapters`` replaced (their records too), validated.
+    """``old`` with the chapters in ``chapters`` replaced (their records and claims too),
+    validated.
 
     ``limits`` (a :func:`limits_record`) replaces ``old``'s; without it, ``old``'s are kept.
+    ``claims``: the claims those chapters decided (``tricks_helpers.claims``); a file holds a
+    ``claims`` list once any chapter recorded one.
     """
     kept_chapters = {k: v for k, v in (old or {}).get("chapters", {}).items() if k not in chapters}
     kept = [r for r in (old or {}).get("records", []) if r["chapter"] not in chapters]
@@ -235,6 +249,9 @@ def merge_results(
     limits = (old or {}).get("limits") if limits is None else limits
     if limits is not None:
         merged["limits"] = dict(limits)
+    kept_claims = [c for c in (old or {}).get("claims", []) if c["chapter"] not in chapters]
+    if kept_claims or claims:
+        merged["claims"] = sorted(kept_claims + list(claims or []), key=lambda c: c["chapter"])
     return validate_results(merged)
 
 

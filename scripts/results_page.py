@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
+from results_claims import render_claims
 from results_machines import (
     cell_text,
     machine_files,
@@ -198,6 +199,7 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
             ] + ([cell_text(r.why or "")] if with_why else [])
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+    out += render_claims(machines or [])
     if machines and len(machines) > 1:
         out += render_machines(machines, _titles(chapters))
     return "\n".join(out).rstrip() + "\n"

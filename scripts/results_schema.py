@@ -179,6 +179,22 @@ _RECORD = {
     },
 }
 
+#: One claim a chapter's run decided (``tricks_helpers.claims.Claim.record``).
+_CLAIM = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["chapter", "key", "advice", "condition", "status", "evidence", "measured"],
+    "properties": {
+        "chapter": _text(100, 1, CHAPTER_PATTERN),
+        "key": _text(60, 1, r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$"),
+        "advice": _text(300, 1),
+        "condition": _text(200, 1),
+        "status": {"enum": ["HELD", "NOT HELD HERE", "NOT DECIDED HERE"]},
+        "evidence": _text(300, 1),
+        "measured": {"type": "boolean"},
+    },
+}
+
 #: The schema of one results file (JSON Schema, draft 2020-12).
 RESULTS_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -198,6 +214,7 @@ RESULTS_SCHEMA: dict[str, Any] = {
         },
         "limits": _LIMITS,
         "records": {"type": "array", "items": _RECORD},
+        "claims": {"type": "array", "items": _CLAIM},
     },
 }
 

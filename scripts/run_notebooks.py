@@ -61,6 +61,7 @@ from machine_records import (
 )
 from notebook_run import execute_notebook
 from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, validate_record
+from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV
 
 MODES = ("book", "try", "survey")
 
@@ -73,6 +74,7 @@ class Outcome:
     seconds: float
     error: str = ""  # empty when every cell ran and every record was read
     records: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -97,12 +99,43 @@ class Outcome:
 
 
 def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None = None) -> dict:
-    """The kernel's environment: ``base`` (default ``os.environ``) plus the two record variables."""
+    """The kernel's environment: ``base`` (default ``os.environ``) plus the record variables:
+    comparisons to ``records_file``, claims (``tricks_helpers.claims``) beside it."""
     return {
         **(os.environ if base is None else base),
         RECORDS_ENV: str(records_file),
+        CLAIMS_ENV: str(claims_file(records_file)),
         CHAPTER_ENV: chapter,
     }
+
+
+def claims_file(records_file: Path) -> Path:
+    """Where a chapter's claims go: beside its records file, ``<stem>.claims.jsonl``."""
+    return Path(records_file).with_suffix(".claims.jsonl")
+
+
+def read_chapter_claims(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
+    """The claims one chapter's run recorded, and what was wrong with the others (a line cut
+    off, not JSON, another chapter's, or not a claim); a missing file holds none."""
+    if not path.exists():
+        return [], ""
+    claims, problems = [], []
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            claim = json.loads(line)
+        except json.JSONDecodeError:
+            problems.append(f"claim line {number} is not JSON")
+            continue
+        if not isinstance(claim, dict) or set(claim) != set(CLAIM_FIELDS):
+            problems.append(f"claim line {number} is not a claim")
+        elif claim["chapter"] != chapter:
+            problems.append(f"claim line {number} names chapter {claim['chapter']!r}")
+        else:
+            claims.append(claim)
+    return claims, "; ".join(problems)
 
 
 def read_chapter_records(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
@@ -157,6 +190,8 @@ def run_chapter(
         env = records_env(records_file, path.stem, environ)
         done = execute_notebook(path, timeout=timeout, env=env)
         records, problem = read_chapter_records(records_file, path.stem)
+        claims, claim_problem = read_chapter_claims(claims_file(records_file), path.stem)
+        problem = "; ".join(p for p in (problem, claim_problem) if p)
     if write and done.ok and not problem:
         import nbformat
 
@@ -164,7 +199,7 @@ def run_chapter(
         nbformat.write(done.nb, tmp_path)
         tmp_path.replace(path)
     error = "; ".join(e for e in (done.error, problem) if e)
-    return Outcome(path.name, done.seconds, error, records)
+    return Outcome(path.name, done.seconds, error, records, claims)
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -199,7 +234,9 @@ def write_records(
     old = read_results(target) if target.exists() else None
     chapters = {o.stem: o.status() for o in outcomes}
     records = [r for o in outcomes for r in o.records]
-    return write_results(merge_results(old, machine, chapters, records, source, limits), folder)
+    claims = [c for o in outcomes for c in o.claims]
+    merged = merge_results(old, machine, chapters, records, source, limits, claims)
+    return write_results(merged, folder)
 
 
 def run(

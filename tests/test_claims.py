@@ -146,3 +146,34 @@ def test_glue_returns_the_clause_and_stores_it_for_the_tip(monkeypatch):
     assert re.fullmatch(
         r"On this run: 1 held, 0 not held here, 0 not decided here\.", glued["claims-x"]
     )
+
+
+def test_glue_records_every_claim_where_the_runner_names_a_file(tmp_path, monkeypatch):
+    import json
+
+    import myst_nb
+
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: None)
+    book = claims.Claims("x")
+    book.add(claims.from_count("bytes", "int8 is smaller", True, "0.25x"))
+    book.add(claims.from_verdicts("speed", "int8 is faster", [SLOW], condition="VNNI"))
+    target = tmp_path / "07_q.jsonl"
+    book.glue("claims-07", environ={claims.CLAIMS_ENV: str(target)})
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["key"] for r in lines] == ["bytes", "speed"]
+    assert lines[1] == {
+        "chapter": "07_q",
+        "key": "speed",
+        "advice": "int8 is faster",
+        "condition": "VNNI",
+        "status": claims.NOT_HELD,
+        "evidence": book["speed"].evidence,
+        "measured": True,
+    }
+    chaptered = tmp_path / "c.jsonl"
+    book.glue(
+        "claims-07", environ={claims.CLAIMS_ENV: str(chaptered), "TRICKS_RECORDS_CHAPTER": "07"}
+    )
+    assert json.loads(chaptered.read_text().splitlines()[0])["chapter"] == "07"
+    book.glue("claims-07", environ={})  # no file named: nothing written anywhere
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["07_q.jsonl", "c.jsonl"]

@@ -15,18 +15,24 @@ Two kinds of evidence decide a claim: speed verdicts (:func:`from_verdicts`, a m
 status is masked for nbval like a verdict word) and a counted fact (:func:`from_count`, an
 invariant: its evidence line is compared). :class:`Claims` gathers a chapter's claims, prints
 the claims table at its end (:meth:`Claims.table`) and hands the tip its one clause
-(:meth:`Claims.tip_clause`, glued into the tip by :meth:`Claims.glue`).
+(:meth:`Claims.tip_clause`, glued into the tip by :meth:`Claims.glue`). Where the environment
+variable :data:`CLAIMS_ENV` (``TRICKS_CLAIMS``, set by the book's runner) names a file,
+:meth:`Claims.glue` also appends each claim to it as one JSON line (:meth:`Claim.record`), so a
+machine's results file holds the claims its run decided; without it nothing is written.
 
 Importing this module changes no global state.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tricks_helpers._checks import check_bool, check_choice, check_type
+from tricks_helpers.bench.records import CHAPTER_ENV
 from tricks_helpers.bench.verdicts import (
     FASTER,
     NO_CLEAR_DIFFERENCE,
@@ -46,6 +52,8 @@ __all__ = [
     "from_verdicts",
     "from_count",
     "not_decided",
+    "CLAIMS_ENV",
+    "CLAIM_FIELDS",
 ]
 
 HELD = "HELD"
@@ -57,6 +65,12 @@ NOT_SLOWER = "not SLOWER"
 """An expectation: the trick costs nothing measurable (FASTER or NO CLEAR DIFFERENCE)."""
 
 EXPECTATIONS = (FASTER, SLOWER, NO_CLEAR_DIFFERENCE, NOT_SLOWER)
+
+CLAIMS_ENV = "TRICKS_CLAIMS"
+"""The environment variable naming the JSON-lines file each decided claim is appended to."""
+
+CLAIM_FIELDS = ("chapter", "key", "advice", "condition", "status", "evidence", "measured")
+"""The fields of a claim's record (:meth:`Claim.record`), in order."""
 
 _WIDTH = max(len(s) for s in STATUSES)
 _KEY = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
@@ -105,6 +119,11 @@ class Claim:
             f"  {self.status:<{_WIDTH}}  {self.key}: {self.advice} [{self.condition}]",
             f"    {kind}: {self.evidence}",
         ]
+
+    def record(self, chapter: str) -> dict:
+        """This claim as a plain dict with :data:`CLAIM_FIELDS` (for a results file)."""
+        check_type("Claim.record", "chapter", chapter, str)
+        return {"chapter": chapter, **{k: getattr(self, k) for k in CLAIM_FIELDS[1:]}}
 
 
 def _meets(verdict: str, expect: str) -> bool:
@@ -269,12 +288,21 @@ class Claims:
             text += f"; not held here: {', '.join(failed)}"
         return text + "."
 
-    def glue(self, name: str) -> str:
-        """Glue :meth:`tip_clause` under ``name`` for the tip's ``{glue:text}`` role.
+    def glue(self, name: str, environ: Mapping[str, str] | None = None) -> str:
+        """Glue :meth:`tip_clause` under ``name`` for the tip's ``{glue:text}`` role, and record
+        every claim where :data:`CLAIMS_ENV` names a file (one JSON line each, chapter from
+        ``TRICKS_RECORDS_CHAPTER`` or the file's stem).
 
         Where myst-nb is not installed (Colab) nothing is glued; the clause is returned either way.
         """
         clause = self.tip_clause()
+        env = os.environ if environ is None else environ
+        target = env.get(CLAIMS_ENV, "")
+        if target:
+            chapter = env.get(CHAPTER_ENV) or os.path.splitext(os.path.basename(target))[0]
+            with open(target, "a", encoding="utf-8") as f:
+                for claim in self:
+                    f.write(json.dumps(claim.record(chapter), sort_keys=True) + "\n")
         try:
             from myst_nb import glue
         except ImportError:  # a reader's Colab: the page's tip is not rendered there

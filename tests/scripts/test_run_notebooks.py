@@ -248,3 +248,79 @@ def test_a_survey_on_the_books_machine_never_replaces_the_books_records(tmp_path
     out = capsys.readouterr().out
     assert "missing  01_a: x (not run here)" in out
     assert "0 of 1 reference verdicts agree" in out
+
+
+CLAIMS = (
+    "from tricks_helpers import claims\n"
+    "book = claims.Claims('t')\n"
+    "book.add(claims.from_count('smaller', 'int8 is smaller', True, '0.25x'))\n"
+    "_ = book.glue('claims-01')\n"
+)
+
+
+def test_a_chapters_claims_reach_its_results_file_and_replace_its_old_ones(tmp_book, capsys):
+    root = tmp_book({"01_c": ["# C", {"source": CLAIMS, "outputs": []}]})
+    assert run_notebooks.main(["--survey"], root=root) == 0
+    (path,) = (root / "results").glob("*.json")
+    claims_stored = machine_records.read_results(path)["claims"]
+    assert claims_stored == [
+        {
+            "chapter": "01_c",
+            "key": "smaller",
+            "advice": "int8 is smaller",
+            "condition": "any machine",
+            "status": "HELD",
+            "evidence": "0.25x",
+            "measured": False,
+        }
+    ]
+    data = machine_records.read_results(path)
+    again = machine_records.merge_results(data, data["machine"], data["chapters"], [], "survey")
+    assert "claims" not in again  # a chapter run again without claims drops its old ones
+
+
+def test_chapter_claims_keep_the_valid_lines_and_name_the_rest(tmp_path):
+    path = tmp_path / "01_c.claims.jsonl"
+    good = {
+        "chapter": "01_c",
+        "key": "k",
+        "advice": "a",
+        "condition": "c",
+        "status": "HELD",
+        "evidence": "e",
+        "measured": False,
+    }
+    path.write_text(
+        json.dumps(good) + "\n" + json.dumps({**good, "chapter": "02"}) + '\n{"key": 1}\nnot\n'
+    )
+    claims, problem = run_notebooks.read_chapter_claims(path, "01_c")
+    assert claims == [good]
+    assert problem == (
+        "claim line 2 names chapter '02'; claim line 3 is not a claim; claim line 4 is not JSON"
+    )
+    assert run_notebooks.read_chapter_claims(tmp_path / "none.jsonl", "x") == ([], "")
+
+
+def test_results_files_refuse_a_claim_of_an_unlisted_chapter_or_a_repeated_key(tmp_path):
+    claim = {
+        "chapter": "01_c",
+        "key": "k",
+        "advice": "a",
+        "condition": "c",
+        "status": "HELD",
+        "evidence": "e",
+        "measured": False,
+    }
+    machine = machine_records.machine_facts()
+    ok = {"01_c": {"status": "ok", "error": "", "seconds": 1.0}}
+    machine_records.merge_results(None, machine, ok, [], "survey", claims=[claim])
+    with pytest.raises(ValueError, match="not listed"):
+        machine_records.merge_results(
+            None, machine, ok, [], "survey", claims=[{**claim, "chapter": "02"}]
+        )
+    with pytest.raises(ValueError, match="repeats 01_c/k"):
+        machine_records.merge_results(None, machine, ok, [], "survey", claims=[claim, claim])
+    with pytest.raises(ValueError, match="status"):
+        machine_records.merge_results(
+            None, machine, ok, [], "survey", claims=[{**claim, "status": "MAYBE"}]
+        )
