@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from tricks_helpers.storage.manifest import (
     TruncatedStoreError,
     as_path,
 )
-from tricks_helpers.storage.reading import read_all
+from tricks_helpers.storage.reading import read_store
 from tricks_helpers.storage.store import open_store
 from tricks_helpers.storage.writing import _progress, check_target
 
@@ -47,11 +48,12 @@ class InMemoryStore(Dataset):
 
     Args:
         path: a store directory written by :func:`tricks_helpers.storage.write` (read once,
-            fully verified as it is loaded).
+            fully verified as it is loaded; keys and values come from one generation of it).
         transform: ``f(key, value) -> sample``; default returns ``(key, value)``.
 
     Raises:
-        StorageError: not a store; CorruptRecordError on a damaged store.
+        StorageError: not a store; CorruptRecordError on a damaged store;
+            StoreReplacedError when the store is written again while it is loaded.
     """
 
     def __init__(
@@ -66,7 +68,9 @@ class InMemoryStore(Dataset):
         sizes = np.asarray([r[1] for r in store.records], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.buffer = np.empty(int(self.offsets[-1]), dtype=np.uint8)
-        for i, (_key, value) in enumerate(read_all(path, check=True)):
+        # the values of the generation whose manifest gave the keys and sizes (one snapshot):
+        # a store written again meanwhile raises StoreReplacedError, never mixes the two
+        for i, (_key, value) in enumerate(read_store(store, check=True)):
             self.buffer[self.offsets[i] : self.offsets[i + 1]] = np.frombuffer(value, np.uint8)
         self.keys = store.keys
         self.store = store
@@ -184,9 +188,22 @@ def _why_not_npy(path: Path) -> str | None:
     return None if path.is_file() else "not a file"
 
 
+def _open_regular(path: Path) -> int:
+    """A descriptor of ``path`` when it is a regular file (a link to one is followed); a FIFO
+    or a device is refused without blocking: ``ValueError`` saying what it is."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device or other special file"
+        raise ValueError(f"it is {kind}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _open_rows(path: Path) -> tuple[int, tuple[int, ...], int]:
     """Open a ``.npy`` file of ``uint8`` rows: ``(descriptor, shape, data offset)``."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open_regular(path)
     try:
         with open(fd, "rb", closefd=False) as f:
             version = np.lib.format.read_magic(f)
@@ -247,11 +264,14 @@ class MemmapDataset(Dataset):
     def _open(self) -> int:
         """This process's descriptor of the file, after checking it is the one measured."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = _open_regular(self.path)
         except FileNotFoundError:
             raise StoreReplacedError(f"MemmapDataset: {self.path.name!r} was removed") from None
-        if identity(os.fstat(fd)) != self.identity:
-            os.close(fd)
+        except ValueError:  # replaced by a FIFO or a device: never read, never waited on
+            fd = None
+        if fd is None or identity(os.fstat(fd)) != self.identity:
+            if fd is not None:
+                os.close(fd)
             raise StoreReplacedError(
                 f"MemmapDataset: {self.path.name!r} was replaced while reading (written again "
                 f"at the same path); open it again to read the new version"
