@@ -7,9 +7,12 @@ replaced by a FIFO must not hang a reader, a link to ``/dev/zero`` must not exha
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -23,6 +26,8 @@ from tricks_helpers.storage import (
     TruncatedStoreError,
     _files,
     arrays,
+    lmdb_store,
+    tar_store,
 )
 
 from .support import FORMATS, payload_file
@@ -225,29 +230,80 @@ def test_in_memory_store_never_pairs_old_keys_with_new_values(tmp_path, monkeypa
 
 # ------------------------------------------------------------ threads sharing one dataset
 
+_BIG = np.random.default_rng(3)
+BIG_RECS = [
+    (f"c/{i:03d}", _BIG.integers(0, 256, 20000 + 1000 * i, dtype=np.uint8).tobytes())
+    for i in range(40)
+]
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("check", [False, True])
-def test_a_dataset_shared_by_eight_threads_reads_every_record_right(tmp_path, fmt, check):
-    root = _write(tmp_path / "s", fmt)
-    ds = storage.StoreDataset(root, check=check)
+
+def _eight_threads(ds, recs, reads=200) -> list:
+    """Eight threads reading random records of ``ds``: what went wrong (nothing, when safe)."""
     wrong: list = []
 
     def reader(seed: int) -> None:
-        order = np.random.default_rng(seed).integers(0, len(RECS), 400)
-        for i in order:
+        for i in np.random.default_rng(seed).integers(0, len(recs), reads):
             try:
-                got = ds[int(i)]
+                if ds[int(i)] != recs[int(i)]:
+                    wrong.append(int(i))
             except Exception as exc:  # counted: none may fail
                 wrong.append(repr(exc))
-                continue
-            if got != RECS[int(i)]:
-                wrong.append(int(i))
 
     threads = [threading.Thread(target=reader, args=(s,)) for s in range(8)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
-    assert wrong == []
-    assert [ds[i] for i in range(len(RECS))] == RECS  # and it still reads afterwards
+        t.join(120)
+    return wrong
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("check", [False, True])
+def test_a_dataset_shared_by_eight_threads_reads_every_record_right(tmp_path, fmt, check):
+    opts = {"shard_records": 10} if fmt == "tar" else {}
+    storage.write(tmp_path / "s", BIG_RECS, format=fmt, **opts)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show
+    try:
+        for _ in range(3):  # a fresh dataset each time: its reader is opened under the race
+            ds = storage.StoreDataset(tmp_path / "s", check=check)
+            assert _eight_threads(ds, BIG_RECS) == []
+    finally:
+        sys.setswitchinterval(interval)
+    assert [ds[i] for i in range(len(BIG_RECS))] == BIG_RECS  # and it still reads afterwards
+
+
+class _SlowSeek(io.BufferedReader):
+    def seek(self, *args):  # another thread runs between a seek and its read
+        at = super().seek(*args)
+        time.sleep(0.002)
+        return at
+
+
+def test_tar_threads_never_read_at_another_threads_offset(tmp_path, monkeypatch):
+    storage.write(tmp_path / "s", BIG_RECS, format="tar", shard_records=10)
+    monkeypatch.setattr(tar_store.io, "BufferedReader", _SlowSeek)
+    ds = storage.StoreDataset(tmp_path / "s", check=False)
+    assert _eight_threads(ds, BIG_RECS, reads=20) == []
+
+
+def test_hdf5_and_lmdb_readers_are_opened_once_by_racing_threads(tmp_path, monkeypatch):
+    import h5py
+
+    class SlowFile(h5py.File):
+        def __getitem__(self, name):
+            time.sleep(0.01)  # opening takes a while: other threads ask for records meanwhile
+            return super().__getitem__(name)
+
+    real_digest = lmdb_store.tree_digest
+
+    def slow_digest(fd, size):
+        time.sleep(0.01)
+        return real_digest(fd, size)
+
+    monkeypatch.setattr(h5py, "File", SlowFile)
+    monkeypatch.setattr(lmdb_store, "tree_digest", slow_digest)
+    for fmt in ("hdf5", "lmdb"):
+        storage.write(tmp_path / fmt, BIG_RECS, format=fmt)
+        ds = storage.StoreDataset(tmp_path / fmt, check=False)
+        assert _eight_threads(ds, BIG_RECS, reads=5) == [], fmt
