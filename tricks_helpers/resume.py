@@ -30,8 +30,6 @@ dropout), so a run of a dozen steps takes milliseconds.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import io
 import os
 import random
@@ -49,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Sampler, TensorDataset
 
+from tricks_helpers._checkpoint_file import CheckpointFileError, read_checked, write_checked
 from tricks_helpers._checks import check_int, check_type
 
 __all__ = [
@@ -78,7 +77,6 @@ COMPONENTS = (
 )
 
 _SAMPLES, _FEATURES, _CLASSES, _BATCH = 40, 8, 4, 8
-_MAGIC = b"tricks_helpers.resume checkpoint, sha256 of the payload:\n"
 
 
 class CorruptCheckpointError(ValueError):
@@ -277,58 +275,27 @@ def save_checkpoint(run: Run, path: str | os.PathLike) -> Path:
         FileNotFoundError: when the folder of ``path`` does not exist.
     """
     state = checkpoint_state(run)
-    check_type("save_checkpoint", "path", path, (str, os.PathLike))
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(
-            f"save_checkpoint: {path.name!r} is a directory; pass the checkpoint file's path"
-        )
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"save_checkpoint: the folder of {path.name!r} does not exist")
     buf = io.BytesIO()
     torch.save(state, buf)
-    payload = buf.getvalue()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n")
-            f.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_checked("save_checkpoint", path, buf.getvalue())
 
 
 def _read_checkpoint(where: str, path: str | os.PathLike) -> dict[str, Any]:
     """The state in checkpoint file ``path``, after its checksum (see :func:`save_checkpoint`)."""
-    check_type(where, "path", path, (str, os.PathLike))
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{where}: {path.name!r} is a directory, not a checkpoint")
-    data = path.read_bytes()
-    head = len(_MAGIC) + 65
-    if not data.startswith(_MAGIC) or len(data) < head or data[head - 1 : head] != b"\n":
-        raise CorruptCheckpointError(
-            f"{where}: {path.name!r} is not a checkpoint written by save_checkpoint "
-            f"(its header is missing or damaged)"
-        )
-    want, payload = data[len(_MAGIC) : head - 1], data[head:]
-    if hashlib.sha256(payload).hexdigest().encode("ascii") != want:
-        raise CorruptCheckpointError(
-            f"{where}: {path.name!r} fails its checksum (changed since it was written); "
-            f"nothing was loaded"
-        )
+    try:
+        payload = read_checked(where, path)
+    except CheckpointFileError as exc:
+        raise CorruptCheckpointError(str(exc)) from None
+    name = Path(path).name
     try:
         state = torch.load(io.BytesIO(payload), weights_only=False)
     except Exception as exc:  # the checksum matched: a file written by other code
         raise CorruptCheckpointError(
-            f"{where}: {path.name!r} cannot be unpickled ({type(exc).__name__})"
+            f"{where}: {name!r} cannot be unpickled ({type(exc).__name__})"
         ) from None
     missing = [k for k in ("model", *COMPONENTS) if not isinstance(state, dict) or k not in state]
     if missing:
-        raise CorruptCheckpointError(f"{where}: {path.name!r} lacks {', '.join(missing)}")
+        raise CorruptCheckpointError(f"{where}: {name!r} lacks {', '.join(missing)}")
     return state
 
 
