@@ -65,15 +65,17 @@ def _flip(t: Path, bit: int) -> Any:
     return resume.final_state(resume.load_checkpoint(p))
 
 
-def _rng_kept(load: Callable[[], Any]) -> Any:
-    """Run ``load``; when it raises, check the global RNG states are as they were."""
+def _rng_kept(path: Path) -> Any:
+    """Load checkpoint ``path``; when that raises, check the global RNGs are as they were."""
     import random
 
     import torch
 
+    from tricks_helpers import resume
+
     before = (torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
     try:
-        return load()
+        return resume.load_checkpoint(path)
     except Exception:
         after = (torch.get_rng_state(), np.random.get_state()[1], random.getstate())
         if not (
@@ -192,16 +194,14 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
         c.append(
             (
                 f"load_checkpoint without {name}",
-                lambda t, n=name: _rng_kept(
-                    lambda: resume.load_checkpoint(_ckpt(t, edit=_without(n)))
-                ),
+                lambda t, n=name: _rng_kept(_ckpt(t, edit=_without(n))),
                 ERROR,
             )
         )
     c.append(
         (
             "load_checkpoint sampler order not a permutation",
-            lambda t: _rng_kept(lambda: resume.load_checkpoint(_ckpt(t, edit=_bad_order))),
+            lambda t: _rng_kept(_ckpt(t, edit=_bad_order)),
             ERROR,
         )
     )

@@ -72,7 +72,10 @@ def read_checked(where: str, path: str | os.PathLike) -> bytes:
             checksum (any changed byte of the file is one or the other).
     """
     path = _path(where, path)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{where}: no checkpoint at {path.name!r}") from None
     if not data.startswith(MAGIC) or len(data) < _HEAD or data[_HEAD - 1 : _HEAD] != b"\n":
         raise CheckpointFileError(
             f"{where}: {path.name!r} is not a checkpoint written by save_checkpoint "
