@@ -222,3 +222,14 @@ def test_two_resumes_of_one_checkpoint_at_once_keep_their_own_results(tmp_path):
     assert set(got["a"]) == {"complete"} and set(got["b"]) == {"without numpy_rng"}
     assert other.read_bytes() == b"another process's results"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt", "ck.pt.resumed"]
+
+
+def test_save_checkpoint_names_itself_in_its_errors(tmp_path):
+    with pytest.raises(TypeError, match="save_checkpoint: run must be Run"):
+        resume.save_checkpoint(None, tmp_path / "ck.pt")
+    with pytest.raises(TypeError, match="save_checkpoint: path must be"):
+        resume.save_checkpoint(resume.new_run(0), None)
+    with pytest.raises(FileNotFoundError, match="save_checkpoint: the folder of 'ck.pt'"):
+        resume.save_checkpoint(resume.new_run(0), tmp_path / "no" / "ck.pt")
+    with pytest.raises(FileNotFoundError, match="load_checkpoint: no checkpoint at 'no.pt'"):
+        resume.load_checkpoint(tmp_path / "no.pt")

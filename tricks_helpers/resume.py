@@ -274,6 +274,7 @@ def save_checkpoint(run: Run, path: str | os.PathLike) -> Path:
         IsADirectoryError: when ``path`` is a directory.
         FileNotFoundError: when the folder of ``path`` does not exist.
     """
+    check_type("save_checkpoint", "run", run, Run)
     state = checkpoint_state(run)
     buf = io.BytesIO()
     torch.save(state, buf)
