@@ -46,6 +46,8 @@ __all__ = ["InMemoryStore", "write_memmap", "MemmapDataset"]
 class InMemoryStore(Dataset):
     """A whole store's values held in RAM in one contiguous ``uint8`` numpy buffer.
 
+    Thread-safe once built: a read only slices the buffer.
+
     Args:
         path: a store directory written by :func:`tricks_helpers.storage.write` (read once,
             fully verified as it is loaded; keys and values come from one generation of it).
@@ -229,6 +231,10 @@ class MemmapDataset(Dataset):
     The memmap is opened lazily once per process (each DataLoader worker maps the file itself;
     the OS page cache is shared). ``ds[i]`` is a writable ``torch.uint8`` tensor (a copy of row
     ``i``), paired with ``labels[i]`` when labels are given.
+
+    Thread-safe: each read is one positional ``pread``; threads of one process share one
+    descriptor, opened once under a lock. The path must be a regular file (or a link to one):
+    a FIFO or a device is refused without blocking.
 
     Args:
         path: a ``.npy`` file written by :func:`write_memmap`.

@@ -106,6 +106,8 @@ class StoreDataset(StoreReading, Dataset):
         transform: ``f(key, value) -> sample``; default returns ``(key, value)``.
         check: compare each value with its SHA-256 (default True).
 
+    Thread-safe (threads take turns on the process's reader; see the module docstring).
+
     Raises:
         TypeError: wrong argument types. StorageError: ``path`` is not a store (when reading:
         CorruptRecordError / TruncatedStoreError for a damaged one, StoreReplacedError for one
