@@ -307,3 +307,16 @@ def test_hdf5_and_lmdb_readers_are_opened_once_by_racing_threads(tmp_path, monke
         storage.write(tmp_path / fmt, BIG_RECS, format=fmt)
         ds = storage.StoreDataset(tmp_path / fmt, check=False)
         assert _eight_threads(ds, BIG_RECS, reads=5) == [], fmt
+
+
+def test_in_memory_store_never_allocates_more_than_its_files_hold(tmp_path):
+    from .support import edit_manifest
+
+    storage.write(tmp_path / "s", RECS, "lmdb")
+
+    def huge(m):
+        m["records"][0][1] = 2**42  # 4 TiB claimed by a manifest with a valid digest
+
+    edit_manifest(tmp_path / "s", huge, redigest=True)
+    with pytest.raises(CorruptRecordError, match=r"InMemoryStore: store 's': its manifest lists"):
+        storage.InMemoryStore(tmp_path / "s")

@@ -31,12 +31,13 @@ from tricks_helpers._checks import check_bool, check_callable, check_int, check_
 from tricks_helpers.storage._files import PerProcess, identity, remove_tree, temporary_name
 from tricks_helpers.storage.datasets import key_and_value
 from tricks_helpers.storage.manifest import (
+    CorruptRecordError,
     StorageError,
     StoreReplacedError,
     TruncatedStoreError,
     as_path,
 )
-from tricks_helpers.storage.reading import read_store
+from tricks_helpers.storage.reading import check_sizes, read_store, replaced_or
 from tricks_helpers.storage.store import open_store
 from tricks_helpers.storage.writing import _progress, check_target
 
@@ -68,6 +69,16 @@ class InMemoryStore(Dataset):
             else check_callable("InMemoryStore", "transform", transform)
         )
         sizes = np.asarray([r[1] for r in store.records], dtype=np.int64)
+        try:  # every payload file has the size its manifest states, and then
+            check_sizes(store)
+        except (StorageError, OSError) as exc:
+            raise replaced_or(store, exc) from None  # a replaced store is not damage
+        on_disk = sum(e[0] for e in store.files.values()) if store.files else int(sizes.sum())
+        if int(sizes.sum()) > on_disk:  # a crafted manifest never makes it allocate more
+            raise CorruptRecordError(
+                f"InMemoryStore: store {store.name!r}: its manifest lists {int(sizes.sum())} "
+                f"value bytes in {on_disk} bytes of files"
+            )
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.buffer = np.empty(int(self.offsets[-1]), dtype=np.uint8)
         # the values of the generation whose manifest gave the keys and sizes (one snapshot):
