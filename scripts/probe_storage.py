@@ -693,6 +693,18 @@ def _untrusted_file_cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     for fmt in ("folder", "tar"):
         c.append((f"{fmt} payload grown by 1 MB, check=False", lambda t, f=fmt: grown(t, f), ERROR))
     c.append(("InMemoryStore: store rewritten while loading", _in_memory_replaced, ERROR))
+
+    def claims_4_tib(t: Path) -> Any:
+        from tricks_helpers.storage import manifest
+
+        s = _store(t)
+        m = json.loads((s / storage.MANIFEST).read_text(encoding="utf-8"))
+        m.pop("digest")
+        m["records"][0][1] = 2**42  # a crafted manifest: its digest is recomputed
+        (s / storage.MANIFEST).write_bytes(manifest.manifest_bytes(m))
+        return len(storage.InMemoryStore(s))
+
+    c.append(("InMemoryStore: manifest claims 4 TiB", claims_4_tib, ERROR))
     md = storage.MemmapDataset
     c.append(
         ("MemmapDataset path a FIFO", lambda t: os.mkfifo(t / "f.npy") or md(t / "f.npy"), ERROR)
