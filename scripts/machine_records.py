@@ -70,11 +70,17 @@ def machine_facts(
     Returns:
         ``{"id", "cpu", "isa", "capped", "threads", "gpu", "torch"}``: ``isa`` lists the
         :data:`ISA_FLAGS` the CPU has, ``capped`` the :data:`CAP_VARS` that are set.
+
+    Raises:
+        TypeError: ``threads`` that is not an integer.
+        ValueError: ``threads`` below 1 (a machine is never named ``0t``).
     """
     import torch
 
     from tricks_helpers import env as env_card
 
+    if threads is not None:
+        threads = check_int("machine_facts", "threads", threads, minimum=1)
     if gpu is None:
         gpu = torch.cuda.get_device_properties(0).name if torch.cuda.is_available() else "none"
     flags = env_card.cpu_flags() if flags is None else flags

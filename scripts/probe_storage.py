@@ -551,6 +551,179 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
             lambda got: int(got) == 3,
         )
     )
+    c += _untrusted_file_cases()
+    return c
+
+
+def _special(tmp: Path, fmt: str, make: Callable[[Path], Any], rel: str | None = None) -> Path:
+    """A store whose payload file holding record 3 (or ``rel``) is replaced by ``make(path)``."""
+    s = _store(tmp, fmt)
+    rel = rel or {"folder": RECS[3][0], "lmdb": "lmdb/data.mdb", "hdf5": "data.h5"}.get(
+        fmt, "shard-00000.tar"
+    )
+    (s / rel).unlink()
+    make(s / rel)
+    return s
+
+
+def _threads(tmp: Path, fmt: str, check: bool) -> list:
+    """Eight threads sharing one dataset, 100 random reads each: the reads that went wrong."""
+    import threading
+
+    s = _store(tmp, fmt, recs=_BIG_RECS)
+    ds = storage.StoreDataset(s, check=check)
+    wrong: list = []
+
+    def reader(seed: int) -> None:
+        for i in np.random.default_rng(seed).integers(0, len(_BIG_RECS), 100):
+            try:
+                if ds[int(i)] != _BIG_RECS[int(i)]:
+                    wrong.append(int(i))
+            except Exception as exc:
+                wrong.append(type(exc).__name__)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=reader, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    return wrong
+
+
+_BIG_RECS = [(f"c/{i:03d}", bytes([i]) * (20000 + 997 * i)) for i in range(20)]
+
+
+def _in_memory_replaced(tmp: Path) -> Any:
+    from tricks_helpers.storage import arrays
+
+    s = _store(tmp)
+    real = arrays.open_store
+
+    def open_then_rewrite(path, where):
+        store = real(path, where)
+        storage.write(s, [(k + "x", v + b"!") for k, v in RECS], "lmdb", overwrite=True)
+        return store
+
+    arrays.open_store = open_then_rewrite
+    try:
+        ds = storage.InMemoryStore(s)
+        return [ds[i] for i in range(len(ds))]
+    finally:
+        arrays.open_store = real
+
+
+def _untrusted_file_cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
+    """Issue 32: FIFOs, links to devices or outside the store, grown files, threads."""
+    c: list[tuple[str, Callable[[Path], Any], Any]] = []
+    ds, it = storage.StoreDataset, storage.StoreIterableDataset
+    for fmt in storage.FORMATS:
+        for check in (True, False):
+            c.append(
+                (
+                    f"StoreDataset {fmt} check={check}: payload a FIFO",
+                    lambda t, f=fmt, k=check: ds(_special(t, f, os.mkfifo), check=k)[3],
+                    ERROR,
+                )
+            )
+            for dev in ("/dev/zero", "/dev/urandom"):
+                c.append(
+                    (
+                        f"StoreDataset {fmt} check={check}: payload -> {dev}",
+                        lambda t, f=fmt, k=check, d=dev: ds(
+                            _special(t, f, lambda p, d=d: p.symlink_to(d)), check=k
+                        )[3],
+                        ERROR,
+                    )
+                )
+        c.append(
+            (
+                f"StoreIterableDataset {fmt}: payload a FIFO",
+                lambda t, f=fmt: list(it(_special(t, f, os.mkfifo), check=False)),
+                ERROR,
+            )
+        )
+        c.append(
+            (
+                f"verify {fmt}: payload a FIFO",
+                lambda t, f=fmt: storage.verify(_special(t, f, os.mkfifo)),
+                ERROR,
+            )
+        )
+        for check in (False, True):
+            c.append(
+                (
+                    f"8 threads share a {fmt} dataset check={check}",
+                    lambda t, f=fmt, k=check: _threads(t, f, k),
+                    _is([]),
+                )
+            )
+
+    def secret(p: Path) -> None:
+        (p.parent.parent.parent / "secret").write_bytes(b"S" * len(RECS[3][1]))
+        p.symlink_to(p.parent.parent.parent / "secret")
+
+    for check in (True, False):
+        c.append(
+            (
+                f"folder record -> a file outside, check={check}",
+                lambda t, k=check: ds(_special(t, "folder", secret), check=k)[3],
+                ERROR,
+            )
+        )
+
+    def class_folder_outside(t: Path) -> Any:
+        s = _store(t, "folder")
+        (s / "c").rename(t / "outside")
+        (s / "c").symlink_to(t / "outside")
+        return ds(s, check=False)[3]
+
+    c.append(("folder class folder -> outside, check=False", class_folder_outside, ERROR))
+
+    def grown(t: Path, fmt: str) -> Any:
+        s = _store(t, fmt)
+        rel = RECS[3][0] if fmt == "folder" else "shard-00000.tar"
+        (s / rel).write_bytes(b"\0" * 2**20 + (s / rel).read_bytes())
+        return ds(s, check=False)[3]
+
+    for fmt in ("folder", "tar"):
+        c.append((f"{fmt} payload grown by 1 MB, check=False", lambda t, f=fmt: grown(t, f), ERROR))
+    c.append(("InMemoryStore: store rewritten while loading", _in_memory_replaced, ERROR))
+
+    def claims_4_tib(t: Path) -> Any:
+        from tricks_helpers.storage import manifest
+
+        s = _store(t)
+        m = json.loads((s / storage.MANIFEST).read_text(encoding="utf-8"))
+        m.pop("digest")
+        m["records"][0][1] = 2**42  # a crafted manifest: its digest is recomputed
+        (s / storage.MANIFEST).write_bytes(manifest.manifest_bytes(m))
+        return len(storage.InMemoryStore(s))
+
+    c.append(("InMemoryStore: manifest claims 4 TiB", claims_4_tib, ERROR))
+    md = storage.MemmapDataset
+    c.append(
+        ("MemmapDataset path a FIFO", lambda t: os.mkfifo(t / "f.npy") or md(t / "f.npy"), ERROR)
+    )
+    c.append(
+        (
+            "MemmapDataset path -> /dev/zero",
+            lambda t: (t / "z.npy").symlink_to("/dev/zero") or md(t / "z.npy"),
+            ERROR,
+        )
+    )
+
+    def npy_becomes_fifo(t: Path) -> Any:
+        d = md(_npy(t))
+        (t / "a.npy").unlink()
+        os.mkfifo(t / "a.npy")
+        return d[0]
+
+    c.append(("MemmapDataset file replaced by a FIFO", npy_becomes_fifo, ERROR))
     return c
 
 
@@ -560,7 +733,12 @@ def _syscalls() -> bool:
     return calls.calls in (0, None)
 
 
-def _classify_outcome(run: Callable[[], Any], expect: Any) -> tuple[str, str]:
+def _classify_outcome(
+    run: Callable[[], Any],
+    expect: Any,
+    documented: tuple[type, ...] = _DOCUMENTED,
+    context: tuple[str, ...] = _CONTEXT,
+) -> tuple[str, str]:
     try:
         got = run()
         if isinstance(got, Iterator):
@@ -568,10 +746,10 @@ def _classify_outcome(run: Callable[[], Any], expect: Any) -> tuple[str, str]:
     except BaseException as exc:
         if isinstance(expect, Raises) and type(exc) is expect.exc:
             return "correct", f"{type(exc).__name__} passed through"
-        if not isinstance(exc, _DOCUMENTED):
+        if not isinstance(exc, documented):
             return "obscure", f"{type(exc).__module__}.{type(exc).__name__}: {str(exc)[:150]}"
         msg = str(exc)
-        raw = not msg or msg.startswith("[Errno") or not any(w in msg for w in _CONTEXT)
+        raw = not msg or msg.startswith("[Errno") or not any(w in msg for w in context)
         return ("obscure" if raw else "clear error"), f"{type(exc).__name__}: {msg[:150]}"
     if expect is ERROR or isinstance(expect, Raises):
         return "silent wrong", f"returned {got!r}"[:160]
@@ -582,14 +760,16 @@ def _classify_outcome(run: Callable[[], Any], expect: Any) -> tuple[str, str]:
     return ("correct" if ok else "silent wrong"), ("" if ok else f"returned {got!r}"[:160])
 
 
-def _run_case(call: Callable[[Path], Any], expect: Any, timeout: float) -> tuple[str, str]:
+def _run_case(
+    call: Callable[[Path], Any], expect: Any, timeout: float, classify: Callable = _classify_outcome
+) -> tuple[str, str]:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run the case, send its class
         os.close(read)
         try:
             with tempfile.TemporaryDirectory() as tmp:
-                outcome = _classify_outcome(lambda: call(Path(tmp)), expect)
+                outcome = classify(lambda: call(Path(tmp)), expect)
             os.write(write, json.dumps(outcome).encode())
         finally:
             os._exit(0)

@@ -1,6 +1,7 @@
 """Tests of tricks_helpers.compiling (cold start, graph counts, graph breaks, parameter diff)."""
 
 import itertools
+import math
 
 import pytest
 import torch
@@ -140,3 +141,25 @@ def test_params_max_diff_measures_the_largest_difference():
 def test_params_max_diff_rejects_mismatched_models(a, b, error, match):
     with pytest.raises(error, match=match):
         compiling.params_max_diff(a, b)
+
+
+def test_params_max_diff_reports_nan_as_the_largest_difference():
+    a = nn.Linear(3, 2)
+    b = nn.Linear(3, 2)
+    b.load_state_dict(a.state_dict())
+    with torch.no_grad():
+        b.weight[0, 0] = float("nan")  # a diverged run never "equals" eager
+    assert math.isnan(compiling.params_max_diff(a, b))
+    assert math.isnan(compiling.params_max_diff(b, a))
+    with torch.no_grad():
+        b.bias[1] += 0.5  # a NaN beside a 0.5 difference: still NaN
+    assert math.isnan(compiling.params_max_diff(a, b))
+    c = nn.Linear(3, 2)
+    c.load_state_dict(b.state_dict())
+    assert math.isnan(compiling.params_max_diff(b, c))  # NaN at the same place in both
+    with torch.no_grad():
+        c.weight.fill_(1.0)
+        d = nn.Linear(3, 2)
+        d.load_state_dict(c.state_dict())
+        d.weight[1, 1] = float("inf")
+    assert compiling.params_max_diff(c, d) == math.inf

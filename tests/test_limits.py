@@ -152,3 +152,37 @@ def test_roofline_chart_refuses_bad_input():
         charts.roofline_chart(1e9, {"x": 1e9}, {"a": (1.0,)})
     with pytest.raises(TypeError, match="peaks must be"):
         charts.roofline_chart(1e9, [1e9], {"a": (1.0, 1e9)})
+
+
+@pytest.mark.parametrize("size", ["0K", "0", "0M"])
+def test_last_level_cache_never_reports_a_cache_of_zero_bytes(tmp_path, size):
+    write_cache(tmp_path, 0, 1, "Data", "32K")
+    write_cache(tmp_path, 3, 3, "Unified", size)  # an L3 of 0 bytes: not a cache size
+    assert limits.last_level_cache(tmp_path) == (32 * 2**10, "sysfs L1")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "match"),
+    [
+        ("bandwidth", 0.0, ValueError, "Limits: bandwidth must be"),
+        ("bandwidth", float("nan"), ValueError, "bandwidth"),
+        ("matmul", {"float32": 0.0}, ValueError, r"Limits: matmul\['float32'\] must be"),
+        ("cache_bytes", 0, ValueError, "Limits: cache_bytes must be"),
+        ("buffer_bytes", 0, ValueError, "Limits: buffer_bytes must be"),
+        ("threads", 0, ValueError, "Limits: threads must be"),
+        ("threads", "2", TypeError, "Limits: threads must be"),
+        ("matmul_size", {"float32": 0}, ValueError, r"matmul_size\['float32'\]"),
+    ],
+)
+def test_limits_refuse_values_no_measurement_gives(field, value, error, match):
+    good = {
+        "threads": 2,
+        "cache_bytes": 2**23,
+        "cache_source": "sysfs L3",
+        "buffer_bytes": 2**25,
+        "bandwidth": 10e9,
+        "matmul": {"float32": 100e9},
+        "matmul_size": {"float32": 512},
+    }
+    with pytest.raises(error, match=match):
+        limits.Limits(**{**good, field: value})

@@ -1,5 +1,8 @@
 """Tests of tricks_helpers.resume: bitwise resumption, the sampler's state, error paths."""
 
+import random
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -89,3 +92,144 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="at least one variant"):
         path = resume.save_checkpoint(resume.new_run(0), tmp_path / "ck.pt")
         resume.resume_in_fresh_process(path, 1, [])
+
+
+# ------------------------------------------------------------ issue 32: integrity and atomicity
+
+
+def _rng_states():
+    return torch.get_rng_state(), np.random.get_state(), random.getstate()
+
+
+def _assert_same_rng_states(a, b):
+    assert torch.equal(a[0], b[0])
+    assert a[1][0] == b[1][0] and np.array_equal(a[1][1], b[1][1]) and a[1][2:] == b[1][2:]
+    assert a[2] == b[2]
+
+
+def _checkpoint(tmp_path, steps=3, edit=None, monkeypatch=None):
+    run = resume.new_run(0)
+    resume.train(run, steps)
+    if edit is not None:
+        real = resume.checkpoint_state
+        monkeypatch.setattr(resume, "checkpoint_state", lambda r: edit(real(r)))
+    return resume.save_checkpoint(run, tmp_path / "ck.pt")
+
+
+def test_a_flipped_bit_anywhere_in_a_checkpoint_is_refused(tmp_path):
+    path = _checkpoint(tmp_path)
+    data = path.read_bytes()
+    rng = np.random.default_rng(32)
+    for at in rng.integers(0, len(data) * 8, 80):
+        damaged = bytearray(data)
+        damaged[at // 8] ^= 1 << (at % 8)
+        path.write_bytes(bytes(damaged))
+        before = _rng_states()
+        with pytest.raises(
+            ValueError, match=r"'ck.pt' (fails its checksum|is not a checkpoint written by)"
+        ):
+            resume.load_checkpoint(path)
+        _assert_same_rng_states(before, _rng_states())
+    path.write_bytes(data)
+    resume.load_checkpoint(path)  # the intact file still loads
+
+
+def test_resume_in_fresh_process_refuses_a_damaged_checkpoint(tmp_path):
+    path = _checkpoint(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0x10
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="'ck.pt' fails its checksum"):
+        resume.resume_in_fresh_process(path, 1)
+
+
+def test_a_checkpoint_missing_a_component_restores_nothing(tmp_path, monkeypatch):
+    def drop_python_rng(state):
+        del state["python_rng"]
+        return state
+
+    path = _checkpoint(tmp_path, edit=drop_python_rng, monkeypatch=monkeypatch)
+    torch.manual_seed(5)
+    before = _rng_states()
+    with pytest.raises(resume.CorruptCheckpointError, match="'ck.pt' lacks python_rng"):
+        resume.load_checkpoint(path)
+    _assert_same_rng_states(before, _rng_states())
+
+
+def test_a_load_that_fails_part_way_puts_the_global_rngs_back(tmp_path, monkeypatch):
+    def bad_order(state):
+        state["sampler"]["order"] = [0] * len(state["sampler"]["order"])
+        return state
+
+    path = _checkpoint(tmp_path, edit=bad_order, monkeypatch=monkeypatch)
+    torch.manual_seed(5)
+    np.random.seed(5)
+    random.seed(5)
+    before = _rng_states()
+    with pytest.raises(
+        ValueError, match=r"cannot be restored \(ValueError: .*permutation.*left as they were"
+    ):
+        resume.load_checkpoint(path)
+    _assert_same_rng_states(before, _rng_states())
+
+
+def test_save_onto_a_directory_refuses_and_leaves_no_temporary(tmp_path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(IsADirectoryError, match="save_checkpoint: 'd' is a directory"):
+        resume.save_checkpoint(resume.new_run(0), tmp_path / "d")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_a_failed_save_leaves_no_temporary_and_the_old_file(tmp_path, monkeypatch):
+    path = _checkpoint(tmp_path)
+    old = path.read_bytes()
+
+    def no_room(*_):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(resume.os, "replace", no_room)
+    with pytest.raises(OSError, match="No space left"):
+        resume.save_checkpoint(resume.new_run(1), path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt"] and path.read_bytes() == old
+
+
+def test_a_checkpoint_saved_before_the_first_step_resumes_bitwise(tmp_path):
+    reference = resume.new_run(0)
+    resume.train(reference, 7)
+    path = resume.save_checkpoint(resume.new_run(0), tmp_path / "ck.pt")
+    torch.manual_seed(99)
+    again = resume.load_checkpoint(path)
+    resume.train(again, 7)
+    assert again.losses == reference.losses
+    bitwise.assert_bitwise_equal(again.model.state_dict(), reference.model.state_dict())
+
+
+def test_two_resumes_of_one_checkpoint_at_once_keep_their_own_results(tmp_path):
+    path = _checkpoint(tmp_path, steps=2)
+    other = tmp_path / "ck.pt.resumed"  # what another process writes, by the old fixed name
+    other.write_bytes(b"another process's results")
+    variants = {"a": [()], "b": [("numpy_rng",)]}
+    got: dict = {}
+
+    def one(name):
+        got[name] = resume.resume_in_fresh_process(path, 2, variants[name])
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in variants]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert set(got["a"]) == {"complete"} and set(got["b"]) == {"without numpy_rng"}
+    assert other.read_bytes() == b"another process's results"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt", "ck.pt.resumed"]
+
+
+def test_save_checkpoint_names_itself_in_its_errors(tmp_path):
+    with pytest.raises(TypeError, match="save_checkpoint: run must be Run"):
+        resume.save_checkpoint(None, tmp_path / "ck.pt")
+    with pytest.raises(TypeError, match="save_checkpoint: path must be"):
+        resume.save_checkpoint(resume.new_run(0), None)
+    with pytest.raises(FileNotFoundError, match="save_checkpoint: the folder of 'ck.pt'"):
+        resume.save_checkpoint(resume.new_run(0), tmp_path / "no" / "ck.pt")
+    with pytest.raises(FileNotFoundError, match="load_checkpoint: no checkpoint at 'no.pt'"):
+        resume.load_checkpoint(tmp_path / "no.pt")

@@ -176,7 +176,10 @@ def params_max_diff(a: nn.Module, b: nn.Module) -> float:
         a, b: the models (e.g. one trained eagerly, one trained compiled).
 
     Returns:
-        ``max |a.p - b.p|`` over all parameters, as a float (0.0 when they are equal).
+        ``max |a.p - b.p|`` over all parameters, as a float (0.0 when they are equal). NaN is
+        the largest difference: a NaN in either model (a diverged run), even at the same place
+        in both, gives ``nan``, never a finite number; an infinity facing a finite value
+        gives ``inf``.
 
     Raises:
         TypeError: when ``a`` or ``b`` is not an ``nn.Module``.
@@ -196,5 +199,10 @@ def params_max_diff(a: nn.Module, b: nn.Module) -> float:
             raise ValueError(
                 f"params_max_diff: {name!r} has shape {tuple(p.shape)} vs {tuple(q.shape)}"
             )
-        diff = max(diff, (p.detach() - q.detach()).abs().max().item())
+        d = (p.detach() - q.detach()).abs()
+        if d.numel() == 0:
+            continue
+        if torch.isnan(d).any():  # max() would drop NaN: it is the largest difference
+            return float("nan")
+        diff = max(diff, d.max().item())
     return diff

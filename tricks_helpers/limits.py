@@ -52,11 +52,12 @@ _SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 
 
 def _parse_size(text: str) -> int:
-    """``"8192K"`` -> 8388608; raises ValueError on anything else."""
+    """``"8192K"`` -> 8388608; raises ValueError on anything else (``"0K"`` included: a cache
+    of no bytes is no cache)."""
     text = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = text[-1] if text and text[-1] in "KMG" else ""
     number = text[: len(text) - len(unit)].strip()
-    if not number.isdigit():
+    if not number.isdigit() or int(number) == 0:
         raise ValueError(f"not a cache size: {text!r}")
     return int(number) * _SIZE_UNITS[unit]
 
@@ -72,7 +73,8 @@ def last_level_cache(
     Returns:
         ``(bytes, source)``: ``source`` names the file read (e.g. ``"sysfs L3"``), or says
         ``"fallback"`` where no readable entry exists (then ``bytes`` is
-        :data:`FALLBACK_CACHE_BYTES`).
+        :data:`FALLBACK_CACHE_BYTES`). An entry of 0 bytes, or one that is not a size, is not
+        readable: ``bytes`` is always positive.
     """
     best: tuple[int, int] | None = None  # (level, bytes)
     for index in sorted(Path(sysfs).glob("index*")):
@@ -207,6 +209,24 @@ class Limits:
     matmul_size: Mapping[str, int]
     skipped: Mapping[str, str] = field(default_factory=dict)
     raised_by: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse limits no measurement can give: the ratios below divide by them.
+
+        Raises:
+            TypeError: a field of the wrong type.
+            ValueError: a count, size, bandwidth or rate that is not positive and finite.
+        """
+        where = "Limits"
+        check_int(where, "threads", self.threads, minimum=1)
+        check_int(where, "cache_bytes", self.cache_bytes, minimum=1)
+        check_type(where, "cache_source", self.cache_source, str)
+        check_int(where, "buffer_bytes", self.buffer_bytes, minimum=1)
+        check_number(where, "bandwidth", self.bandwidth, minimum=0.0, strict_minimum=True)
+        for name, rate in dict(self.matmul).items():
+            check_number(where, f"matmul[{name!r}]", rate, minimum=0.0, strict_minimum=True)
+        for name, n in dict(self.matmul_size).items():
+            check_int(where, f"matmul_size[{name!r}]", n, minimum=1)
 
     def percent_of_bandwidth(self, nbytes: float, seconds: float) -> float:
         """Achieved bandwidth of moving ``nbytes`` in ``seconds``, in % of :attr:`bandwidth`."""

@@ -18,7 +18,10 @@ Guarantees:
   ``DataLoader`` iterator draws a base seed from the loader's generator, a draw the
   uninterrupted run did not make at that point;
 - :func:`new_run` seeds the global RNGs (it is the start of a run); nothing else here changes
-  global state except by restoring a checkpoint's RNG states, which is its purpose.
+  global state except by restoring a checkpoint's RNG states, which is its purpose;
+- a checkpoint carries the SHA-256 of its payload, verified before it is unpickled (a flipped
+  bit is an error, never a run resumed from other state), and a load restores every component
+  or none (the global RNGs are put back when one fails).
 
 The task is deliberately tiny (40 samples of 8 features, 4 classes, batches of 8, an MLP with
 dropout), so a run of a dozen steps takes milliseconds.
@@ -27,10 +30,12 @@ dropout), so a run of a dozen steps takes milliseconds.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import random
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Sampler, TensorDataset
 
+from tricks_helpers._checkpoint_file import CheckpointFileError, read_checked, write_checked
 from tricks_helpers._checks import check_int, check_type
 
 __all__ = [
@@ -55,6 +61,7 @@ __all__ = [
     "load_checkpoint",
     "final_state",
     "resume_in_fresh_process",
+    "CorruptCheckpointError",
 ]
 
 #: What a checkpoint holds besides the model's weights, in the order it is restored.
@@ -70,6 +77,11 @@ COMPONENTS = (
 )
 
 _SAMPLES, _FEATURES, _CLASSES, _BATCH = 40, 8, 4, 8
+
+
+class CorruptCheckpointError(ValueError):
+    """A checkpoint file that is not one :func:`save_checkpoint` wrote, fails its checksum,
+    or cannot be restored (nothing is then restored)."""
 
 
 class ResumableSampler(Sampler[int]):
@@ -115,7 +127,8 @@ class ResumableSampler(Sampler[int]):
         return {"order": list(self.order), "position": self.position}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume inside the saved epoch at the saved position.
+        """Resume inside the saved epoch at the saved position (``{"order": [], "position":
+        0}``, saved before the first epoch began, starts afresh).
 
         Raises:
             TypeError: when ``state`` is not a dict.
@@ -124,6 +137,9 @@ class ResumableSampler(Sampler[int]):
         """
         check_type("ResumableSampler.load_state_dict", "state", state, dict)
         order, position = state.get("order"), state.get("position")
+        if order == [] and position == 0:  # saved before its first epoch began
+            self.order, self.position, self._pending = [], 0, False
+            return
         if not isinstance(order, list) or sorted(order) != list(range(self.num_samples)):
             raise ValueError(
                 f"ResumableSampler.load_state_dict: order must be a permutation of "
@@ -246,13 +262,42 @@ def checkpoint_state(run: Run) -> dict[str, Any]:
 
 
 def save_checkpoint(run: Run, path: str | os.PathLike) -> Path:
-    """Write :func:`checkpoint_state` to ``path`` (via a temporary name, then renamed)."""
+    """Write :func:`checkpoint_state` to ``path``, with its SHA-256, atomically.
+
+    The file is a header line, the SHA-256 of the payload and the payload (``torch.save`` of
+    the state); :func:`load_checkpoint` verifies the checksum before it unpickles anything.
+    It is written under a unique temporary name in the same folder and renamed into place, so
+    ``path`` holds the old file or the complete new one; the temporary never stays behind.
+
+    Raises:
+        TypeError: when ``run`` is not a :class:`Run` or ``path`` not a str or PathLike.
+        IsADirectoryError: when ``path`` is a directory.
+        FileNotFoundError: when the folder of ``path`` does not exist.
+    """
+    check_type("save_checkpoint", "run", run, Run)
     state = checkpoint_state(run)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
-    return path
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return write_checked("save_checkpoint", path, buf.getvalue())
+
+
+def _read_checkpoint(where: str, path: str | os.PathLike) -> dict[str, Any]:
+    """The state in checkpoint file ``path``, after its checksum (see :func:`save_checkpoint`)."""
+    try:
+        payload = read_checked(where, path)
+    except CheckpointFileError as exc:
+        raise CorruptCheckpointError(str(exc)) from None
+    name = Path(path).name
+    try:
+        state = torch.load(io.BytesIO(payload), weights_only=False)
+    except Exception as exc:  # the checksum matched: a file written by other code
+        raise CorruptCheckpointError(
+            f"{where}: {name!r} cannot be unpickled ({type(exc).__name__})"
+        ) from None
+    missing = [k for k in ("model", *COMPONENTS) if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise CorruptCheckpointError(f"{where}: {name!r} lacks {', '.join(missing)}")
+    return state
 
 
 def _check_omit(where: str, omit: Sequence[str]) -> tuple[str, ...]:
@@ -272,16 +317,43 @@ def load_checkpoint(path: str | os.PathLike, *, omit: Sequence[str] = ()) -> Run
     The file is unpickled (``weights_only=False``: numpy's and Python's RNG states are not
     tensors), so load only checkpoints you wrote.
 
+    A checkpoint saved before the first step resumes too: its loader's iterator is then
+    created by the first step, as in the run that saved it.
+
+    Guarantees: the file's checksum is verified before anything is unpickled; the restore is
+    all or nothing: when any component cannot be restored (a missing one, a sampler order
+    that is not a permutation), the global RNG states are put back as they were before the
+    call and :class:`CorruptCheckpointError` is raised.
+
     Raises:
         TypeError: when ``omit`` is not a sequence of names.
         ValueError: on a name not in :data:`COMPONENTS`.
+        CorruptCheckpointError: (a ``ValueError``) the file is not a checkpoint written by
+            :func:`save_checkpoint`, fails its checksum, lacks a component, or a component
+            cannot be restored.
         FileNotFoundError: when ``path`` does not exist.
     """
     omit = _check_omit("load_checkpoint", omit)
-    state = torch.load(Path(path), weights_only=False)
+    state = _read_checkpoint("load_checkpoint", path)
+    before = (torch.get_rng_state(), np.random.get_state(), random.getstate())
+    try:
+        return _restore(state, omit)
+    except Exception as exc:  # all or nothing: the global RNGs as they were
+        torch.set_rng_state(before[0])
+        np.random.set_state(before[1])
+        random.setstate(before[2])
+        raise CorruptCheckpointError(
+            f"load_checkpoint: the checkpoint cannot be restored ({type(exc).__name__}: {exc}); "
+            f"the global RNG states are left as they were"
+        ) from exc
+
+
+def _restore(state: dict[str, Any], omit: tuple[str, ...]) -> Run:
     run = _build(torch.Generator())
     run.model.load_state_dict(state["model"])
-    run.batches = iter(run.loader)  # draws from the generator: before restoring it
+    started = "sampler" in omit or bool(state["sampler"].get("order"))
+    if started:  # the saved run had begun an epoch, so it held an iterator
+        run.batches = iter(run.loader)  # draws from the generator: before restoring it
     restore = {
         "torch_rng": lambda s: torch.set_rng_state(s),
         "numpy_rng": lambda s: np.random.set_state(s),
@@ -331,8 +403,12 @@ def resume_in_fresh_process(
     Returns:
         ``{"complete" or "without <names>": final_state}`` of each variant.
 
+    The child writes its results into a temporary folder of its own, so several calls may
+    resume one checkpoint at once.
+
     Raises:
         TypeError, ValueError: on a bad ``steps`` or variant.
+        CorruptCheckpointError: the checkpoint fails its checksum (see :func:`load_checkpoint`).
         FileNotFoundError: when ``path`` does not exist.
         RuntimeError: when the child process fails (its last output lines are included).
     """
@@ -343,16 +419,18 @@ def resume_in_fresh_process(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"resume_in_fresh_process: no checkpoint at {path.name}")
-    out = path.with_name(path.name + ".resumed")
-    cmd = [sys.executable, "-m", "tricks_helpers.resume", str(path), str(steps), str(out)]
-    cmd += [",".join(v) or "-" for v in variants]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-        raise RuntimeError(f"resume_in_fresh_process: child failed ({done.returncode}):\n{tail}")
-    results = torch.load(out, weights_only=False)
-    out.unlink()
-    return results
+    _read_checkpoint("resume_in_fresh_process", path)  # a damaged file fails here, plainly
+    with tempfile.TemporaryDirectory(prefix="resumed-") as folder:  # one per call: no races
+        out = Path(folder) / "resumed.pt"
+        cmd = [sys.executable, "-m", "tricks_helpers.resume", str(path), str(steps), str(out)]
+        cmd += [",".join(v) or "-" for v in variants]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+            raise RuntimeError(
+                f"resume_in_fresh_process: child failed ({done.returncode}):\n{tail}"
+            )
+        return torch.load(out, weights_only=False)
 
 
 def _main(argv: Sequence[str] | None = None) -> None:

@@ -10,6 +10,15 @@ the dispatcher, the same on a CPU: :class:`HostReadCounter` counts, with a
 ``.to("cpu")``, ``.numpy()`` after them). On a CPU tensor ``.cpu()`` returns the tensor
 itself: nothing is dispatched and there is nothing to wait for.
 
+Operators whose output *size* depends on the data (:data:`DATA_DEPENDENT_OPS`: ``nonzero``,
+``unique``, ``masked_select``, ``bincount``, ``repeat_interleave`` without ``output_size``, and
+indexing with or assigning through a boolean mask, ``x[mask]``, ``x[mask] = v``) are counted as
+host reads too: on a GPU the host must learn how many elements the result has before it can
+allocate it, so each one waits like ``.item()`` does (their names in :attr:`HostReadCounter.reads`
+end in ``(data-dependent shape)``). A library function that makes such a read inside C++ (below
+the dispatcher) is not seen; :func:`profiled_host_reads` sees what reaches
+``aten::_local_scalar_dense``.
+
 Guarantees: counting changes no result (every operator runs as it would); the counts are
 exact for the code run inside the mode; nothing global is changed outside the ``with`` block.
 """
@@ -28,6 +37,7 @@ from tricks_helpers.memory.peaks import without_profiler_backend_lines
 
 __all__ = [
     "HOST_READ_OPS",
+    "DATA_DEPENDENT_OPS",
     "HostReadCounter",
     "host_reads",
     "dispatched_ops",
@@ -36,6 +46,26 @@ __all__ = [
 
 #: ATen operators whose output is a host value (a Python scalar): each one is a sync on a GPU.
 HOST_READ_OPS = frozenset({"aten._local_scalar_dense.default", "aten.item.default"})
+
+#: ATen operators whose output size depends on the values of an input: the host reads that
+#: size (a sync on a GPU). ``aten.index.Tensor`` and ``aten.index_put_``/``index_put`` count
+#: only with a boolean (or uint8) mask among their indices.
+DATA_DEPENDENT_OPS = frozenset(
+    {
+        "aten.nonzero.default",
+        "aten.argwhere.default",
+        "aten._unique.default",
+        "aten._unique2.default",
+        "aten.unique_dim.default",
+        "aten.unique_consecutive.default",
+        "aten.unique_dim_consecutive.default",
+        "aten.masked_select.default",
+        "aten.bincount.default",
+        "aten.repeat_interleave.Tensor",
+        "aten.repeat_interleave.self_Tensor",
+    }
+)
+_MASK_INDEXING = ("aten.index.Tensor", "aten.index_put_.default", "aten.index_put.default")
 
 _COPIES = ("aten._to_copy.default", "aten.copy_.default")
 
@@ -54,13 +84,26 @@ def _is_device_to_host(name: str, args: tuple, kwargs: dict, out: Any) -> bool:
     return src is not None and dst is not None and src.type != "cpu" and dst.type == "cpu"
 
 
+def _is_data_dependent(name: str, args: tuple, kwargs: dict) -> bool:
+    if name in DATA_DEPENDENT_OPS:
+        return not (name.startswith("aten.repeat_interleave") and kwargs.get("output_size"))
+    if name in _MASK_INDEXING and len(args) > 1:
+        return any(
+            isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
+            for i in args[1]
+            if i is not None
+        )
+    return False
+
+
 class HostReadCounter(TorchDispatchMode):
     """A dispatch mode that records every ATen operator, and which of them read to the host.
 
     Attributes:
         ops: ``Counter`` of every operator dispatched, by name (``"aten.mm.default"``).
-        reads: ``Counter`` of the host reads among them: :data:`HOST_READ_OPS`, and copies
-            from a non-CPU device to the CPU (named ``"<op> (device to host)"``).
+        reads: ``Counter`` of the host reads among them: :data:`HOST_READ_OPS`, copies
+            from a non-CPU device to the CPU (named ``"<op> (device to host)"``) and operators
+            with a data-dependent output size (named ``"<op> (data-dependent shape)"``).
     """
 
     def __init__(self) -> None:
@@ -77,6 +120,8 @@ class HostReadCounter(TorchDispatchMode):
             self.reads[name] += 1
         elif _is_device_to_host(name, args, kwargs, out):
             self.reads[f"{name} (device to host)"] += 1
+        elif _is_data_dependent(name, args, kwargs):
+            self.reads[f"{name} (data-dependent shape)"] += 1
         return out
 
     @property
@@ -86,7 +131,9 @@ class HostReadCounter(TorchDispatchMode):
 
 
 def host_reads(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
-    """The number of host reads ``fn(*args, **kwargs)`` dispatches.
+    """The number of host reads ``fn(*args, **kwargs)`` dispatches (see
+    :class:`HostReadCounter`: scalar reads, device-to-host copies and operators with a
+    data-dependent output size such as ``x[mask]``, ``nonzero``, ``unique``).
 
     Raises:
         TypeError: when ``fn`` is not callable.
@@ -114,14 +161,24 @@ def profiled_host_reads(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> in
 
     The profiler sees below Python: tensor printing (which turns dispatch modes off while it
     formats) and ``Tensor.__bool__`` are counted here, where :func:`host_reads` sees only what
-    reaches the Python dispatch mode.
+    reaches the Python dispatch mode. Operators with a data-dependent output size are not
+    counted here: on a CPU they make no ``_local_scalar_dense`` call (use :func:`host_reads`).
+
+    It starts a profiler of its own, and refuses to run inside one: a nested profiler would
+    end the outer profile's session, whose events would then be lost.
 
     Raises:
         TypeError: when ``fn`` is not callable.
+        RuntimeError: when a profiler is already running.
     """
     from torch.profiler import ProfilerActivity, profile
 
     check_callable("profiled_host_reads", "fn", fn)
+    if torch.autograd.profiler._is_profiler_enabled:
+        raise RuntimeError(
+            "profiled_host_reads: a profiler is already running; call it outside the "
+            "other profiler (a nested one would end the outer session and lose its events)"
+        )
     # Kineto writes timestamped start/stop lines to fd 2, which a notebook shows at random
     # (ipykernel forwards fd 2 asynchronously): filtered, as memory's CPU reports do
     with without_profiler_backend_lines(), profile(activities=[ProfilerActivity.CPU]) as prof:

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,13 @@ from tricks_helpers._checks import check_bool, check_callable, check_int, check_
 from tricks_helpers.storage._files import PerProcess, identity, remove_tree, temporary_name
 from tricks_helpers.storage.datasets import key_and_value
 from tricks_helpers.storage.manifest import (
+    CorruptRecordError,
     StorageError,
     StoreReplacedError,
     TruncatedStoreError,
     as_path,
 )
-from tricks_helpers.storage.reading import read_all
+from tricks_helpers.storage.reading import check_sizes, read_store, replaced_or
 from tricks_helpers.storage.store import open_store
 from tricks_helpers.storage.writing import _progress, check_target
 
@@ -45,13 +47,16 @@ __all__ = ["InMemoryStore", "write_memmap", "MemmapDataset"]
 class InMemoryStore(Dataset):
     """A whole store's values held in RAM in one contiguous ``uint8`` numpy buffer.
 
+    Thread-safe once built: a read only slices the buffer.
+
     Args:
         path: a store directory written by :func:`tricks_helpers.storage.write` (read once,
-            fully verified as it is loaded).
+            fully verified as it is loaded; keys and values come from one generation of it).
         transform: ``f(key, value) -> sample``; default returns ``(key, value)``.
 
     Raises:
-        StorageError: not a store; CorruptRecordError on a damaged store.
+        StorageError: not a store; CorruptRecordError on a damaged store;
+            StoreReplacedError when the store is written again while it is loaded.
     """
 
     def __init__(
@@ -64,9 +69,21 @@ class InMemoryStore(Dataset):
             else check_callable("InMemoryStore", "transform", transform)
         )
         sizes = np.asarray([r[1] for r in store.records], dtype=np.int64)
+        try:  # every payload file has the size its manifest states, and then
+            check_sizes(store)
+        except (StorageError, OSError) as exc:
+            raise replaced_or(store, exc) from None  # a replaced store is not damage
+        on_disk = sum(e[0] for e in store.files.values()) if store.files else int(sizes.sum())
+        if int(sizes.sum()) > on_disk:  # a crafted manifest never makes it allocate more
+            raise CorruptRecordError(
+                f"InMemoryStore: store {store.name!r}: its manifest lists {int(sizes.sum())} "
+                f"value bytes in {on_disk} bytes of files"
+            )
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.buffer = np.empty(int(self.offsets[-1]), dtype=np.uint8)
-        for i, (_key, value) in enumerate(read_all(path, check=True)):
+        # the values of the generation whose manifest gave the keys and sizes (one snapshot):
+        # a store written again meanwhile raises StoreReplacedError, never mixes the two
+        for i, (_key, value) in enumerate(read_store(store, check=True)):
             self.buffer[self.offsets[i] : self.offsets[i + 1]] = np.frombuffer(value, np.uint8)
         self.keys = store.keys
         self.store = store
@@ -184,9 +201,22 @@ def _why_not_npy(path: Path) -> str | None:
     return None if path.is_file() else "not a file"
 
 
+def _open_regular(path: Path) -> int:
+    """A descriptor of ``path`` when it is a regular file (a link to one is followed); a FIFO
+    or a device is refused without blocking: ``ValueError`` saying what it is."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device or other special file"
+        raise ValueError(f"it is {kind}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _open_rows(path: Path) -> tuple[int, tuple[int, ...], int]:
     """Open a ``.npy`` file of ``uint8`` rows: ``(descriptor, shape, data offset)``."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open_regular(path)
     try:
         with open(fd, "rb", closefd=False) as f:
             version = np.lib.format.read_magic(f)
@@ -212,6 +242,10 @@ class MemmapDataset(Dataset):
     The memmap is opened lazily once per process (each DataLoader worker maps the file itself;
     the OS page cache is shared). ``ds[i]`` is a writable ``torch.uint8`` tensor (a copy of row
     ``i``), paired with ``labels[i]`` when labels are given.
+
+    Thread-safe: each read is one positional ``pread``; threads of one process share one
+    descriptor, opened once under a lock. The path must be a regular file (or a link to one):
+    a FIFO or a device is refused without blocking.
 
     Args:
         path: a ``.npy`` file written by :func:`write_memmap`.
@@ -247,11 +281,14 @@ class MemmapDataset(Dataset):
     def _open(self) -> int:
         """This process's descriptor of the file, after checking it is the one measured."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = _open_regular(self.path)
         except FileNotFoundError:
             raise StoreReplacedError(f"MemmapDataset: {self.path.name!r} was removed") from None
-        if identity(os.fstat(fd)) != self.identity:
-            os.close(fd)
+        except ValueError:  # replaced by a FIFO or a device: never read, never waited on
+            fd = None
+        if fd is None or identity(os.fstat(fd)) != self.identity:
+            if fd is not None:
+                os.close(fd)
             raise StoreReplacedError(
                 f"MemmapDataset: {self.path.name!r} was replaced while reading (written again "
                 f"at the same path); open it again to read the new version"

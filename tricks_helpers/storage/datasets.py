@@ -21,10 +21,20 @@ handing wrong bytes to training. With either setting a reader never lets a libra
 file that could kill the process: sizes are compared with the manifest, and an LMDB file's tree
 with its digest, before it is opened (see :mod:`~tricks_helpers.storage.lmdb_store`); the
 datasets do not hash whole files, so run :func:`~tricks_helpers.storage.verify` on a store you
-copied or suspect. A store written again at the same path while a dataset reads it is never
-mixed in: the dataset reads the generation it opened, or raises
+copied or suspect. Only regular files inside the store are opened (a record or shard replaced by
+a symbolic link, a FIFO or a device raises :class:`~tricks_helpers.storage.CorruptRecordError`
+naming it, and never blocks), and a record is read only from a file of the size the manifest
+states, so ``check=False`` still never serves bytes from outside the store.
+
+A store written again at the same path while a dataset reads it is never mixed in: the
+dataset reads the generation it opened, or raises
 :class:`~tricks_helpers.storage.StoreReplacedError` (see
 :class:`~tricks_helpers.storage.store.Store`).
+
+**Threads.** Both datasets are thread-safe: threads of one process that share a dataset share
+its reader, and take turns on it (one lock per dataset and process, held for the read of one
+record, not for its checksum or transform). DataLoader workers are processes, each with its
+own reader and lock, and read in parallel.
 """
 
 from __future__ import annotations
@@ -71,7 +81,8 @@ class StoreReading:
 
     def _read(self, index: int) -> Any:
         try:
-            value = self._reader.get().get(index)  # opened on first use in this process
+            with self._reader.using() as reader:  # opened on first use in this process;
+                value = reader.get(index)  # threads take turns (a reader is not thread-safe)
             if self.check:
                 checked(self.store, index, value)  # one SHA-256 of the value
         except (StorageError, OSError) as exc:
@@ -94,6 +105,8 @@ class StoreDataset(StoreReading, Dataset):
         path: a store directory written by :func:`tricks_helpers.storage.write`.
         transform: ``f(key, value) -> sample``; default returns ``(key, value)``.
         check: compare each value with its SHA-256 (default True).
+
+    Thread-safe (threads take turns on the process's reader; see the module docstring).
 
     Raises:
         TypeError: wrong argument types. StorageError: ``path`` is not a store (when reading:

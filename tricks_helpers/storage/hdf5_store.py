@@ -95,6 +95,7 @@ class Reader:
 
         try:
             rel = SINGLE_FILE["hdf5"]
+            # a regular file in the store (never a link, a FIFO or a device), of its size
             st, want = self.store.stat(rel), self.store.files[rel][0]
             if st is None or st.st_size != want:
                 size = "missing" if st is None else f"{st.st_size} bytes"
@@ -110,7 +111,7 @@ class Reader:
                 and offsets.dtype == np.int64
                 and offsets.shape == (len(self.store) + 1,)
             )
-        except TruncatedStoreError:
+        except CorruptRecordError:  # TruncatedStoreError, or not a regular file: as it is
             raise
         except Exception as exc:  # h5py raises many types on a damaged file
             self.close()

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import os
 import struct
+import threading
 import weakref
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ _DIR = "lmdb"
 _MAX_MAP = 1 << 46  # 64 TiB: more than a 64-bit address space can map in practice
 # (pid, st_dev, st_ino) of data.mdb -> [environment, readers using it]
 _ENVS: dict[tuple[int, int, int], list] = {}
+_ENVS_LOCK = threading.RLock()  # readers of several datasets, in several threads, share _ENVS
+if hasattr(os, "register_at_fork"):  # a child forked while another thread held it: a new one
+    os.register_at_fork(after_in_child=lambda: globals().update(_ENVS_LOCK=threading.RLock()))
 
 
 _MAGIC, _P_BRANCH, _P_LEAF, _F_BIGDATA = 0xBEEFC0DE, 0x01, 0x02, 0x01
@@ -176,6 +180,11 @@ class Writer:
 
 
 def _release(key: tuple[int, int, int], txn: Any, fd: int) -> None:
+    with _ENVS_LOCK:
+        _release_locked(key, txn, fd)
+
+
+def _release_locked(key: tuple[int, int, int], txn: Any, fd: int) -> None:
     os.close(fd)
     entry = _ENVS.get(key)
     if entry is None or key[0] != os.getpid():
@@ -210,10 +219,14 @@ class Reader:
         return st
 
     def _open(self) -> None:
+        with _ENVS_LOCK:
+            self._open_locked()
+
+    def _open_locked(self) -> None:
         import lmdb
 
-        try:
-            self.fd = os.open(SINGLE_FILE["lmdb"], os.O_RDONLY, dir_fd=self.store.fd)
+        try:  # a regular file in the store: never a link, a FIFO or a device
+            self.fd = self.store.open_fd(SINGLE_FILE["lmdb"])
         except FileNotFoundError:
             raise self._error("is missing", TruncatedStoreError) from None
         try:

@@ -42,6 +42,7 @@ __all__ = [
     "check_sizes",
     "check_files",
     "read_all",
+    "read_store",
     "verify",
     "ReadCalls",
     "read_syscalls",
@@ -79,7 +80,11 @@ def check_sizes(store: Store) -> None:
     else:
         expected = {rel: (None, entry[0]) for rel, entry in store.files.items()}
     for rel, (index, size) in expected.items():
-        st = store.stat(rel)
+        try:
+            st = store.stat(rel)
+        except CorruptRecordError as exc:  # a link, a FIFO, a device: named, with its record
+            key = None if index is None else store.keys[index]
+            raise CorruptRecordError(str(exc), index, key) from None
         actual = None if st is None else st.st_size
         if actual != size:
             if index is None:
@@ -123,6 +128,11 @@ def read_all(path: str | os.PathLike, *, check: bool = True) -> Iterator[tuple[s
     """
     store = open_store(path, "read_all")
     check_bool("read_all", "check", check)
+    return _read_all(store, check)
+
+
+def read_store(store: Store, *, check: bool = True) -> Iterator[tuple[str, bytes]]:
+    """:func:`read_all` of an opened :class:`Store`: the records of the generation it holds."""
     return _read_all(store, check)
 
 

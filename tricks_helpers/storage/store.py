@@ -14,6 +14,7 @@ base name only (never a full machine path).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import weakref
@@ -39,6 +40,17 @@ from tricks_helpers.storage.manifest import (
 __all__ = ["Store", "open_store", "is_store", "checked", "info"]
 
 _PROC_FD = "/proc/self/fd"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+_KINDS = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
 
 
 class Store:
@@ -85,17 +97,79 @@ class Store:
         self.__dict__.update(state)
         self._fd = None
 
+    def open_fd(self, rel: str) -> int:
+        """A descriptor of payload file ``rel`` of this generation, opened for reading.
+
+        Only a regular file inside the store directory is opened: no path component may be a
+        symbolic link (each is opened with ``O_NOFOLLOW`` below the store's descriptor, so a
+        link to a file outside the store, or to ``/dev/zero``, is refused), and a FIFO or a
+        device is refused without blocking (opened with ``O_NONBLOCK``, then checked).
+
+        Raises:
+            FileNotFoundError: ``rel`` is missing.
+            CorruptRecordError: ``rel`` (or a folder on its way) is a symbolic link, or not a
+                regular file.
+        """
+        parts = rel.split("/")
+        held: list[int] = []
+        try:
+            at = self.fd
+            for part in parts[:-1]:
+                try:
+                    at = os.open(part, _DIR_FLAGS, dir_fd=at)
+                except OSError as exc:  # a file, or a link (O_NOFOLLOW + O_DIRECTORY)
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    st = os.stat(part, dir_fd=at, follow_symlinks=False)
+                    if not stat.S_ISLNK(st.st_mode):
+                        raise NotADirectoryError(errno.ENOTDIR, "not a directory", part) from None
+                    raise self._not_regular(rel, st) from None
+                held.append(at)
+            try:
+                fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=at)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                raise self._not_regular(
+                    rel, os.stat(parts[-1], dir_fd=at, follow_symlinks=False)
+                ) from None
+        finally:
+            for d in held:
+                os.close(d)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise self._not_regular(rel, st)
+        os.set_blocking(fd, True)
+        return fd
+
+    def _not_regular(self, rel: str, st: os.stat_result) -> CorruptRecordError:
+        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        return CorruptRecordError(
+            f"store {self.name!r} ({self.format}): file {rel!r} is {kind}; a store holds "
+            f"only regular files (it was changed after it was written), so it is not read"
+        )
+
     def open(self, rel: str) -> BinaryIO:
-        """Payload file ``rel`` of this generation, opened for reading (unbuffered)."""
-        return open(rel, "rb", buffering=0, opener=lambda n, fl: os.open(n, fl, dir_fd=self.fd))
+        """Payload file ``rel`` of this generation, opened for reading (unbuffered); only a
+        regular file inside the store, as :meth:`open_fd` says."""
+        return open(self.open_fd(rel), "rb", buffering=0)
 
     def stat(self, rel: str) -> os.stat_result | None:
-        """``os.stat`` of payload file ``rel`` of this generation, None where it is missing."""
+        """``os.stat`` of payload file ``rel`` of this generation, None where it is missing.
+
+        Raises:
+            CorruptRecordError: ``rel`` is a symbolic link or not a regular file (see
+                :meth:`open_fd`).
+        """
         try:
-            st = os.stat(rel, dir_fd=self.fd)
+            fd = self.open_fd(rel)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        return st if stat.S_ISREG(st.st_mode) else None
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
 
     def file_path(self, rel: str) -> str:
         """A path to ``rel`` of this generation for libraries that open by name (LMDB, HDF5):

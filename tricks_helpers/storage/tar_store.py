@@ -19,6 +19,7 @@ so a store of thousands of shards never runs out of file descriptors.
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from collections import OrderedDict
 from pathlib import Path
@@ -91,25 +92,36 @@ class Reader:
         self.shards: list[str] = store.manifest["shards"]
         self.files: OrderedDict[int, BinaryIO] = OrderedDict()
 
-    def _file(self, shard: int) -> BinaryIO:
+    def _file(self, shard: int, index: int) -> BinaryIO:
         f = self.files.pop(shard, None)
         if f is None:
             if len(self.files) >= OPEN_SHARDS:
                 self.files.popitem(last=False)[1].close()
             rel = self.shards[shard]
             try:
-                raw = self.store.open(rel)
+                raw = self.store.open(rel)  # a regular file in the store, never a link or FIFO
             except FileNotFoundError:
                 raise TruncatedStoreError(
                     f"store {self.store.name!r} (tar): shard {rel!r} is missing"
                 ) from None
+            actual, want = os.fstat(raw.fileno()).st_size, self.store.files[rel][0]
+            if actual != want:  # with or without check: a shard grown or cut is not read
+                raw.close()
+                key = self.store.keys[index]
+                state = "is truncated" if actual < want else "cannot be read"
+                raise TruncatedStoreError(
+                    f"store {self.store.name!r} (tar): record {index} {key!r} {state}: its "
+                    f"shard {rel!r} has {actual} bytes, expected {want}",
+                    index,
+                    key,
+                )
             f = io.BufferedReader(raw, buffer_size=1 << 20)
         self.files[shard] = f  # most recently used last
         return f
 
     def get(self, index: int) -> bytes:
         key, size, _sha, shard, offset = self.store.records[index]
-        f = self._file(shard)
+        f = self._file(shard, index)
         f.seek(offset)  # within the 1 MiB buffer when streaming: no system call
         value = f.read(size)
         if len(value) != size:
