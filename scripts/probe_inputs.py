@@ -182,7 +182,8 @@ def _cache(t: Path, size: str) -> Any:
 def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     import torch
 
-    from tricks_helpers import compiling, machine_records, resume, syncs
+    import machine_records
+    from tricks_helpers import compiling, resume, syncs
 
     c: list[tuple[str, Callable[[Path], Any], Any]] = []
     # ---- resume (part 3)

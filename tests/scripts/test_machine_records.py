@@ -181,3 +181,24 @@ def test_validate_results_refuses_bad_limits(change, error, match):
     data["limits"] = {**LIMITS, **change}
     with pytest.raises(error, match=match):
         machine_records.validate_results(data)
+
+
+# machine_facts refuses a thread count no machine has (issue 32: threads=0 named "0t").
+@pytest.mark.parametrize(
+    ("threads", "error", "match"),
+    [
+        (0, ValueError, "machine_facts: threads must be"),
+        (-2, ValueError, "machine_facts: threads must be"),
+        (2.0, TypeError, "machine_facts: threads must be"),
+        ("2", TypeError, "machine_facts: threads must be"),
+        (True, TypeError, "machine_facts: threads must be"),
+    ],
+)
+def test_machine_facts_refuses_a_thread_count_below_one(threads, error, match):
+    with pytest.raises(error, match=match):
+        machine_records.machine_facts(cpu="x", flags=frozenset(), environ={}, threads=threads)
+
+
+def test_machine_facts_keeps_a_positive_thread_count():
+    facts = machine_records.machine_facts(cpu="x", flags=frozenset(), environ={}, threads=3)
+    assert facts["threads"] == 3 and "-3t" in facts["id"]
