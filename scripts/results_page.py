@@ -196,13 +196,20 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
                 r.covers,
                 cell_text(r.verdict),
                 cell_text(r.where),
-            ] + ([cell_text(r.why or "")] if with_why else [])
+            ] + ([cell_text(_why_text(r))] if with_why else [])
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     out += render_claims(machines or [])
     if machines and len(machines) > 1:
         out += render_machines(machines, _titles(chapters))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _why_text(r) -> str:
+    """A row's why partner; beside a verdict that is not FASTER it says it explains no gain."""
+    if not r.why:
+        return ""
+    return r.why if r.verdict == "FASTER" else f"{r.why} (does not explain this verdict)"
 
 
 def chart_digest(path: Path) -> str | None:

@@ -58,7 +58,13 @@ def test_table_shows_the_why_given_at_each_comparisons_call(sanitize):
         "\n  repvgg, batch 1  FLOPs equal"
     ) and "  fusion           other" in bench.table(rows, why={"fusion": "other"}, show_why=True)
     slower = {k: with_why(fake(ratios=(0.5,) * 6), c.why) for k, c in rows.items()}
-    assert sanitize(bench.table(slower, show_why=True)) == sanitize(text)
+    shown = bench.table(slower, show_why=True)
+    # a partner beside a verdict that is not FASTER says it explains no gain there
+    assert shown.splitlines()[-1] == (
+        "  repvgg, batch 1  FLOPs equal (no gain showed here: this partner does not explain "
+        "the verdict)"
+    )
+    assert sanitize(shown) == sanitize(text)
 
 
 def test_table_show_why_needs_a_why_for_every_row():

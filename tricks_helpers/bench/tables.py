@@ -24,7 +24,13 @@ from typing import Any
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
 from tricks_helpers.bench.intervals import coverage_percent
 from tricks_helpers.bench.records import emit, make_record
-from tricks_helpers.bench.verdicts import Comparison, Measurement, fmt_measured, fmt_time
+from tricks_helpers.bench.verdicts import (
+    FASTER,
+    Comparison,
+    Measurement,
+    fmt_measured,
+    fmt_time,
+)
 
 __all__ = ["table", "Measured", "measured_table"]
 
@@ -107,8 +113,17 @@ def table(
     if show_why:
         lines += ["", "why (the invariant asserted beside each verdict):"]
         named = max(len(name) for name, _ in rows)
-        lines += [f"  {name:<{named}}  {partners[name]}" for name, _ in rows]
+        lines += [
+            f"  {name:<{named}}  {partners[name]}{'' if c.verdict == FASTER else NOT_EXPLAINED}"
+            for name, c in rows
+        ]
     return "\n".join(lines)
+
+
+NOT_EXPLAINED = " (no gain showed here: this partner does not explain the verdict)"
+"""Appended to a row's partner when its verdict is not FASTER: a why partner explains a gain,
+and a partner printed beside a verdict it does not explain says so (the sanitize file removes
+it, since the verdict is a measurement)."""
 
 
 @dataclass(frozen=True)
