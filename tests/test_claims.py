@@ -40,9 +40,9 @@ def test_not_slower_accepts_no_clear_difference_and_refuses_slower():
     assert claims.from_verdicts("k", "free", [SAME, FAST], expect=claims.NOT_SLOWER).status == (
         claims.HELD
     )
-    assert claims.from_verdicts("k", "free", [SLOW], expect=claims.NOT_SLOWER).status == (
-        claims.NOT_HELD
-    )
+    costly = claims.from_verdicts("k", "free", [SLOW], expect=claims.NOT_SLOWER)
+    assert costly.status == claims.NOT_HELD
+    assert costly.evidence.startswith("1 of 1 SLOWER: SLOWER 0.50x")
 
 
 def test_an_absent_condition_decides_nothing_whatever_was_measured():

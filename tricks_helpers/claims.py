@@ -192,7 +192,8 @@ def from_verdicts(
     if misses:
         shown = "; ".join(_verdict_text(c) for c in misses[:2])
         more = f" (+{len(misses) - 2} more)" if len(misses) > 2 else ""
-        evidence = f"{len(misses)} of {len(found)} not {expect}: {shown}{more}"
+        missed = SLOWER if expect == NOT_SLOWER else f"not {expect}"
+        evidence = f"{len(misses)} of {len(found)} {missed}: {shown}{more}"
         return Claim(key, advice, condition, NOT_HELD, evidence, measured=True)
     if len(found) == 1:
         evidence = _verdict_text(found[0])
