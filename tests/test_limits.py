@@ -148,7 +148,7 @@ def test_roofline_chart_refuses_bad_input():
         charts.roofline_chart(1e9, {}, {"a": (1.0, 1e9)})
     with pytest.raises(ValueError, match="bandwidth must be > 0"):
         charts.roofline_chart(0.0, {"x": 1e9}, {"a": (1.0, 1e9)})
-    with pytest.raises(ValueError, match=r"point 'a' must be \(intensity, ops/s\)"):
+    with pytest.raises(ValueError, match=r"point 'a' must be \(intensity, ops/s\[, dtype\]\)"):
         charts.roofline_chart(1e9, {"x": 1e9}, {"a": (1.0,)})
     with pytest.raises(TypeError, match="peaks must be"):
         charts.roofline_chart(1e9, [1e9], {"a": (1.0, 1e9)})
@@ -186,3 +186,19 @@ def test_limits_refuse_values_no_measurement_gives(field, value, error, match):
     }
     with pytest.raises(error, match=match):
         limits.Limits(**{**good, field: value})
+
+
+def test_roofline_chart_refuses_a_point_above_the_roof_of_its_dtype():
+    # chapter 07's old chart: an int8 point far above the int8 probe's roof (and the bf16 one)
+    peaks = {"float32": 70e9, "int8": 2.8e9}
+    with pytest.raises(ValueError, match=r"point 'int8, b64' .* above its roof"):
+        charts.roofline_chart(16e9, peaks, {"int8, b64": (250.0, 66e9, "int8")})
+    with pytest.raises(ValueError, match=r"point 'x' .* above its roof"):  # above the slope
+        charts.roofline_chart(16e9, peaks, {"x": (0.25, 5e9, "float32")})
+    with pytest.raises(ValueError, match=r"point 'y' .* above its roof"):  # no dtype: highest
+        charts.roofline_chart(16e9, peaks, {"y": (250.0, 71e9)})
+    with pytest.raises(ValueError, match="dtype 'int4', which has no peak"):
+        charts.roofline_chart(16e9, peaks, {"z": (1.0, 1e9, "int4")})
+    fig = charts.roofline_chart(16e9, peaks, {"int8, b64": (250.0, 2.8e9, "int8")})  # on it
+    assert [t.get_text() for t in fig.axes[0].texts] == ["int8, b64"]
+    plt.close(fig)

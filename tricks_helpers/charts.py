@@ -421,16 +421,23 @@ def roofline_chart(
     Args:
         bandwidth: measured memory bandwidth, bytes/s (e.g. :attr:`limits.Limits.bandwidth`).
         peaks: name -> measured peak, operations/s (e.g. :attr:`limits.Limits.matmul`).
-        points: label -> ``(intensity in ops/byte, achieved ops/s)``; drawn in order.
+        points: label -> ``(intensity in ops/byte, achieved ops/s, dtype)``, ``dtype`` a
+            name in ``peaks`` (the roof that point is held against); drawn in order. A
+            2-tuple ``(intensity, ops/s)`` has no dtype and is held against the highest peak.
         title: a title above the chart.
         width: figure width in inches.
+
+    A roof is an upper bound (chapter 07): every point must sit at or below the roof drawn
+    for its dtype, ``min(bandwidth * intensity, peaks[dtype])``. Raise the limits with the
+    page's own rates first (:meth:`limits.Limits.raised`) so that they are the highest rates
+    this machine reached.
 
     Returns:
         The matplotlib figure; its one axes holds one line per roof and one per point.
 
     Raises:
         TypeError: on non-mapping peaks or points; ValueError: on a non-positive number,
-            or no peaks or no points.
+            no peaks or no points, a dtype with no peak, or a point above its roof.
     """
     import matplotlib.pyplot as plt
 
@@ -444,10 +451,25 @@ def roofline_chart(
         check_number(where, f"peak {name!r}", value, minimum=0.0, strict_minimum=True)
     for name, pair in points.items():
         check_type(where, f"point {name!r}", pair, (tuple, list))
-        if len(pair) != 2:
-            raise ValueError(f"{where}: point {name!r} must be (intensity, ops/s)")
-        for v in pair:
+        if len(pair) not in (2, 3):
+            raise ValueError(f"{where}: point {name!r} must be (intensity, ops/s[, dtype])")
+        for v in pair[:2]:
             check_number(where, f"point {name!r}", v, minimum=0.0, strict_minimum=True)
+        if len(pair) == 3 and pair[2] not in peaks:
+            raise ValueError(
+                f"{where}: point {name!r} has dtype {pair[2]!r}, which has no peak; "
+                f"peaks: {list(peaks)}"
+            )
+        intensity, rate = pair[0], pair[1]
+        peak = peaks[pair[2]] if len(pair) == 3 else max(peaks.values())
+        roof = min(bandwidth * intensity, peak)
+        if rate > roof * (1 + 1e-9):
+            raise ValueError(
+                f"{where}: point {name!r} at {rate / 1e9:.4g} GOP/s is above its roof "
+                f"({roof / 1e9:.4g} GOP/s, {pair[2] if len(pair) == 3 else 'highest'} peak and "
+                "bandwidth): a roof is the highest rate measured here; raise the limits with "
+                "Limits.raised"
+            )
     xs = [p[0] for p in points.values()] + [v / bandwidth for v in peaks.values()]
     x_lo, x_hi = min(xs) / 4, max(xs) * 4
     fig, ax = plt.subplots(figsize=(width, 4.8))
@@ -469,7 +491,7 @@ def roofline_chart(
             color=colours[i % len(colours)],
             label=f"{name} matmul limit",
         )
-    for i, (name, (intensity, rate)) in enumerate(points.items()):
+    for i, (name, (intensity, rate, *_)) in enumerate(points.items()):
         ax.plot(
             [intensity],
             [rate / 1e9],
