@@ -91,7 +91,9 @@ def _text(value) -> str:
 
 
 def _has_math(markdown: str) -> bool:
-    return bool(re.search(r"\$\$|(?<![\\$])\$[^$\s][^$]*\$|\\\(|\\\[|```\{math\}", markdown))
+    # MyST math is $...$, $$...$$ and {math} (dollarmath, amsmath); a "\\[" or "\\(" in MyST
+    # is an escaped bracket (the results page escapes every "[" of a results file), not math
+    return bool(re.search(r"\$\$|(?<![\\$])\$[^$\s][^$]*\$|```\{math\}", markdown))
 
 
 def source_facts(name: str) -> dict:

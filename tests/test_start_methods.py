@@ -16,7 +16,13 @@ CALLS = {"DataLoader", "find_duplicate_samples"}
 
 
 def calls_with_workers(source):
-    for node in ast.walk(ast.parse(source)):
+    """DataLoader calls with workers in one kernel cell. A cell magic's body (``%%writefile``:
+    chapter 08's recipe script, run by torchrun as its own ``__main__``) is not the kernel's
+    code, and IPython line magics are blanked."""
+    if source.lstrip().startswith("%%"):
+        return
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    for node in ast.walk(ast.parse("\n".join(lines))):
         if not isinstance(node, ast.Call):
             continue
         name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)

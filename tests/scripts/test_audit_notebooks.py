@@ -25,7 +25,40 @@ TITLE = "# 01 · X\n\n```{admonition} Do this\n:class: tip\nDo the thing.\n```\n
 
 
 def audit(make_notebook, cells, **kw):
+    """The audit of scratch cells under a title: the rules of a whole chapter (claims, recipe,
+    folded timings) are left out; they are tested on a complete chapter below."""
+    kw.setdefault("chapter_rules", False)
     return audit_notebooks.audit_notebook(make_notebook("01_x.ipynb", [TITLE] + cells), **kw)
+
+
+def complete_chapter(title="A"):
+    """A chapter with what every chapter has: a recipe under the tip, the claims table at its
+    end and the glued clause the tip shows."""
+    table = (
+        "claims decided by this run: 1 held, 0 not held here, 0 not decided here\n"
+        "  HELD              k: do it [any machine]\n    counted: e\n"
+    )
+    glue = {
+        "output_type": "display_data",
+        "metadata": {
+            "scrapbook": {"name": "claims-01", "mime_prefix": "application/papermill.record/"}
+        },
+        "data": {"application/papermill.record/text/plain": "'On this run: 1 held.'"},
+    }
+    tip = TITLE.replace("X", title).replace("Do the thing.", "Do the thing. {glue:text}`claims-01`")
+    return [
+        tip,
+        code("import torch\nx = torch.ones(2)", tags=["recipe"]),
+        code(outputs=[table, glue]),
+    ] + ["text"] * 8
+
+
+def test_a_chapters_own_rules_run_by_default_and_a_complete_chapter_passes(make_notebook):
+    bare = audit_notebooks.audit_notebook(make_notebook("01_x.ipynb", [TITLE, code()]))
+    assert any(p.startswith("claims-table:") for p in bare.problems)
+    assert any(p.startswith("recipe-first:") for p in bare.problems)
+    whole = audit_notebooks.audit_notebook(make_notebook("01_y.ipynb", complete_chapter()))
+    assert whole.problems == []
 
 
 @pytest.mark.parametrize(
@@ -301,11 +334,11 @@ def test_unreadable_notebook(tmp_path):
 
 
 def test_main_reports_unlisted_notebooks_and_exit_codes(tmp_book, make_notebook, capsys):
-    root = tmp_book({"01_a": [TITLE.replace("X", "A"), code()]})
+    root = tmp_book({"01_a": complete_chapter()})
     assert audit_notebooks.main([], root=root) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == (
-        "audit: 1 notebooks, 1 code cells, 1/1 outputs compared "
+        "audit: 1 notebooks, 2 code cells, 2/2 outputs compared "
         "(100%; each notebook needs 80%), 0 asserts, 0 figures, "
         "0 problems"
     )
