@@ -82,6 +82,8 @@ _MACHINE = {
     "properties": {
         "id": _text(160, 1, MACHINE_ID_PATTERN),
         "cpu": _text(200, 1),
+        # optional: files written before it (x86 Linux) lack it
+        "arch": _text(32, 1, r"^[a-z0-9_]+$"),
         "isa": {
             "type": "array",
             "uniqueItems": True,
