@@ -78,6 +78,18 @@ def _torch_capabilities() -> dict:
         return {}
 
 
+def _cpuinfo_fields(cpuinfo: str | Path | None) -> list[tuple[str, str]]:
+    """``(key, value)`` of each ``key : value`` line of ``cpuinfo`` (default :data:`CPUINFO`),
+    first processor first; none where the file cannot be read."""
+    try:
+        text = Path(CPUINFO if cpuinfo is None else cpuinfo).read_text(
+            encoding="utf-8", errors="replace"
+        )
+    except OSError:
+        return []
+    return [(k.strip(), v) for k, _, v in (line.partition(":") for line in text.splitlines())]
+
+
 def cpu_flags(cpuinfo: str | Path | None = None, *, torch_fallback: bool = True) -> frozenset[str]:
     """Return the CPU feature flags of the first processor listed in ``cpuinfo``.
 
@@ -91,15 +103,8 @@ def cpu_flags(cpuinfo: str | Path | None = None, *, torch_fallback: bool = True)
         torch_fallback: ask torch where the file gives no flags; ``False`` returns an empty
             set there instead.
     """
-    try:
-        text = Path(CPUINFO if cpuinfo is None else cpuinfo).read_text(
-            encoding="utf-8", errors="replace"
-        )
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features") and value.split():
+    for key, value in _cpuinfo_fields(cpuinfo):
+        if key in ("flags", "Features") and value.split():
             return frozenset(value.split())
     if not torch_fallback:
         return frozenset()
@@ -154,15 +159,8 @@ def cpu_model(cpuinfo: str | Path | None = None) -> str:
     (cpuinfo: Linux on Arm, Windows); ``platform.processor()``; ``platform.machine()``;
     ``"unknown CPU"``.
     """
-    try:
-        text = Path(CPUINFO if cpuinfo is None else cpuinfo).read_text(
-            encoding="utf-8", errors="replace"
-        )
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and value.strip():
+    for key, value in _cpuinfo_fields(cpuinfo):
+        if key == "model name" and value.strip():
             return value.strip()
     torch_name = str(_torch_capabilities().get("cpu_name") or "").strip()
     return (
