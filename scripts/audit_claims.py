@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from notebook_cells import code_outputs, output_text, stored_text
+
 CLAIMS_TABLE = "claims-table"
 CLAIMS_IN_TIP = "claims-in-tip"
 ROOF_UPPER_BOUND = "roof-upper-bound"
@@ -34,29 +36,11 @@ _OVER_ROOF = re.compile(
 )
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else (value or "")
-
-
-def _outputs(cells: list[dict]):
-    """(cell index, output) for every stored output of every code cell."""
-    for i, cell in enumerate(cells):
-        if cell.get("cell_type") == "code":
-            for out in cell.get("outputs", []):
-                yield i, out
-
-
-def _output_text(out: dict) -> str:
-    if "text" in out:
-        return _text(out["text"])
-    return _text(out.get("data", {}).get("text/plain", ""))
-
-
 def claim_rows(cells: list[dict]) -> tuple[bool, list[str]]:
     """Whether a claims table is stored, and the key of each claim it prints NOT HELD HERE."""
     found, not_held = False, []
-    for _, out in _outputs(cells):
-        for line in _output_text(out).splitlines():
+    for _, out in code_outputs(cells):
+        for line in output_text(out).splitlines():
             found = found or line.startswith(_HEADER)
             row = _NOT_HELD_ROW.match(line)
             if row:
@@ -67,11 +51,11 @@ def claim_rows(cells: list[dict]) -> tuple[bool, list[str]]:
 def glued_clauses(cells: list[dict]) -> dict[str, str]:
     """Every text the notebook glued (myst-nb), by name, as the stored output holds it."""
     found = {}
-    for _, out in _outputs(cells):
+    for _, out in code_outputs(cells):
         name = out.get("metadata", {}).get("scrapbook", {}).get("name")
         value = out.get("data", {}).get(_GLUE_MIME)
         if name and value is not None:
-            found[name] = _text(value).strip("'\"")
+            found[name] = stored_text(value).strip("'\"")
     return found
 
 
@@ -86,9 +70,9 @@ def claims_problems(cells: list[dict]) -> list[str]:
         )
     title = next(
         (
-            _text(c.get("source"))
+            stored_text(c.get("source"))
             for c in cells
-            if c.get("cell_type") == "markdown" and _text(c.get("source")).startswith("# ")
+            if c.get("cell_type") == "markdown" and stored_text(c.get("source")).startswith("# ")
         ),
         "",
     )
@@ -120,8 +104,8 @@ def claims_problems(cells: list[dict]) -> list[str]:
 def roof_problems(cells: list[dict]) -> list[str]:
     """Rule ``roof-upper-bound``: no stored output prints a share above 100% of a roof."""
     problems = []
-    for i, out in _outputs(cells):
-        for line in _output_text(out).splitlines():
+    for i, out in code_outputs(cells):
+        for line in output_text(out).splitlines():
             for hit in _OVER_ROOF.finditer(line):
                 pct = float(hit.group("pct").replace(",", ""))
                 if pct > 100:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import re
 
+from notebook_cells import python_tree
+
 ONE_OUTPUT_PER_DEVICE = "one-output-per-device"
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|accelerator", flags=re.I)
 _DEVICE_VALUE = re.compile(
@@ -30,19 +32,10 @@ _HARDWARE = "[hardware] "
 _PRINTING_METHODS = ("show", "show_error", "print_environment")
 
 
-def _python_tree(src: str) -> ast.Module | None:
-    """A cell's syntax tree, IPython lines (``%magic``, ``!shell``) blanked; None if not Python."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
-    try:
-        return ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
-
-
 def device_names(src: str) -> set[str]:
     """Names a cell binds to a device fact (``gpus = torch.cuda.device_count()``), so a later
     ``if gpus:`` is known as a device branch by rule ``one-output-per-device``."""
-    tree = _python_tree(src)
+    tree = python_tree(src)
     if tree is None:
         return set()
     found = set()
@@ -130,7 +123,7 @@ def device_branch_problems(cell: int, src: str, names: set[str] = frozenset()) -
     output must then match a GPU run line for line (issue 33). Device-specific output goes to
     a cell tagged ``nbval-ignore-output`` (its asserts still run).
     """
-    tree = _python_tree(src)
+    tree = python_tree(src)
     if tree is None:
         return []
     problems = []

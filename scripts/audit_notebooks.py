@@ -70,6 +70,7 @@ from audit_device_branches import device_branch_problems, device_names
 from audit_recipes import folding_problems, recipe_problems
 from colab_runtime import has_gpu_branch, has_gpu_runtime
 from find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
+from notebook_cells import output_text, python_tree, stored_text
 
 MIN_COMPARED = 0.80
 MAX_VERDICT_LINE = 99  # characters: "< 100"
@@ -121,18 +122,6 @@ class Audit:
         return self.compared / self.with_output if self.with_output else 1.0
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else (value or "")
-
-
-def _output_text(out: dict) -> str:
-    if out.get("output_type") == "stream":
-        return _text(out.get("text"))
-    if out.get("output_type") == "error":
-        return "\n".join(out.get("traceback", []))
-    return _text(out.get("data", {}).get("text/plain"))
-
-
 def _figure_problem(meta: dict) -> str:
     """What a figure cell's metadata lacks for a caption and alt text ('' when complete)."""
     mystnb = meta.get("mystnb") if isinstance(meta.get("mystnb"), dict) else {}
@@ -149,19 +138,10 @@ def _figure_problem(meta: dict) -> str:
     return ", ".join(missing)
 
 
-def _python_tree(src: str) -> ast.Module | None:
-    """A cell's syntax tree, IPython lines (``%magic``, ``!shell``) blanked; None if not Python."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
-    try:
-        return ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
-
-
 def helper_imports(src: str) -> list[ast.Import | ast.ImportFrom]:
     """The statements of a cell that import ``tricks_helpers`` (code only: text in a string,
     such as a script handed to a subprocess, is not an import of this kernel)."""
-    tree = _python_tree(src)
+    tree = python_tree(src)
     if tree is None:
         return []
     found = []
@@ -203,7 +183,7 @@ def timing_calls_without_device(src: str) -> list[str]:
     Lines of IPython syntax (``%magic``, ``!shell``) are blanked first; a cell that still is
     not Python is not checked (nbval reports it when it runs).
     """
-    tree = _python_tree(src)
+    tree = python_tree(src)
     if tree is None:
         return []
     found = []
@@ -261,7 +241,7 @@ def padded_measured_values(src: str) -> list[str]:
     Returns:
         ``"line N"`` for each flagged f-string, in source order.
     """
-    tree = _python_tree(src)
+    tree = python_tree(src)
     if tree is None:
         return []
     found = set()
@@ -331,7 +311,7 @@ _DO_THIS = re.compile(r"^```\{admonition\} Do this\n:class: tip\n", flags=re.M)
 def do_this_problem(cells: list[dict]) -> str:
     """Rule ``do-this``: the title cell must hold a "Do this" tip (empty string when it does)."""
     for i, cell in enumerate(cells):
-        src = _text(cell.get("source"))
+        src = stored_text(cell.get("source"))
         if cell.get("cell_type") == "markdown" and src.startswith("# "):
             if _DO_THIS.search(src):
                 return ""
@@ -366,7 +346,7 @@ def audit_notebook(
     for i, cell in enumerate(cells):
         if cell.get("cell_type") != "code":
             continue
-        src = _text(cell.get("source"))
+        src = stored_text(cell.get("source"))
         if not src.strip():
             continue
         result.problems += import_problems(i, src, first_import)
@@ -426,7 +406,7 @@ def audit_notebook(
                 missing = _figure_problem(meta)
                 if missing:
                     result.problems.append(f"cell {i}: figure without {missing}")
-            text = _output_text(out)
+            text = output_text(out)
             result.problems += coverage_problems(i, text.splitlines())
             for line in text.splitlines():
                 if _VERDICT_START.match(line) and len(line) > MAX_VERDICT_LINE:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 
+from notebook_cells import cell_tags, python_tree, stored_text
+
 RECIPE_PLAIN = "recipe-plain"
 RECIPE_FIRST = "recipe-first"
 EVIDENCE_FOLDED = "evidence-folded"
@@ -29,29 +31,13 @@ FIRST_SHARE = 0.2
 _TIMING = {"compare", "compare_many", "measure", "comparison_from_times"}
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else (value or "")
-
-
-def _tree(src: str) -> ast.Module | None:
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
-    try:
-        return ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
-
-
-def _tags(cell: dict) -> set[str]:
-    return set(cell.get("metadata", {}).get("tags", []))
-
-
 def helper_modules(cells: list[dict]) -> set[str]:
     """The names a chapter binds from ``tricks_helpers`` (``from tricks_helpers import a, b``)."""
     names = set()
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
-        tree = _tree(_text(cell.get("source")))
+        tree = python_tree(stored_text(cell.get("source")))
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                 "tricks_helpers"
@@ -65,11 +51,11 @@ def recipe_problems(cells: list[dict]) -> list[str]:
     helpers = helper_modules(cells)
     problems, first = [], None
     for i, cell in enumerate(cells):
-        if cell.get("cell_type") != "code" or RECIPE_TAG not in _tags(cell):
+        if cell.get("cell_type") != "code" or RECIPE_TAG not in cell_tags(cell):
             continue
         first = i if first is None else first
-        src = _text(cell.get("source"))
-        tree = _tree(src)
+        src = stored_text(cell.get("source"))
+        tree = python_tree(src)
         if tree is None:
             problems.append(f"cell {i}: {RECIPE_PLAIN}: the recipe is not Python")
             continue
@@ -99,7 +85,7 @@ def recipe_problems(cells: list[dict]) -> list[str]:
 
 def timing_calls(src: str) -> list[str]:
     """The timing functions a cell calls (``bench.compare(...)`` -> ``compare``)."""
-    tree = _tree(src)
+    tree = python_tree(src)
     found = []
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Call):
@@ -114,9 +100,9 @@ def folding_problems(cells: list[dict]) -> list[str]:
     """Rule ``evidence-folded``: a cell that times something has its code folded."""
     problems = []
     for i, cell in enumerate(cells):
-        if cell.get("cell_type") != "code" or _tags(cell) & FOLDED_TAGS:
+        if cell.get("cell_type") != "code" or cell_tags(cell) & FOLDED_TAGS:
             continue
-        calls = timing_calls(_text(cell.get("source")))
+        calls = timing_calls(stored_text(cell.get("source")))
         if calls:
             problems.append(
                 f"cell {i}: {EVIDENCE_FOLDED}: times with {calls[0]}() but its code is shown: "
@@ -129,7 +115,7 @@ def shown_code_lines(cells: list[dict]) -> int:
     """Non-blank code lines a reader sees expanded on the page (folded and removed cells not
     counted)."""
     return sum(
-        sum(1 for line in _text(c.get("source")).splitlines() if line.strip())
+        sum(1 for line in stored_text(c.get("source")).splitlines() if line.strip())
         for c in cells
-        if c.get("cell_type") == "code" and not _tags(c) & FOLDED_TAGS
+        if c.get("cell_type") == "code" and not cell_tags(c) & FOLDED_TAGS
     )

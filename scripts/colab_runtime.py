@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from find_notebooks import notebooks_from_args
+from notebook_cells import stored_text
 
 GPU_TYPE = "T4"
 _CUDA_BRANCH = re.compile(r"torch\.cuda\.(?:is_available|device_count)\(\)")
@@ -28,7 +29,7 @@ _CUDA_BRANCH = re.compile(r"torch\.cuda\.(?:is_available|device_count)\(\)")
 def has_gpu_branch(nb: dict) -> bool:
     """True when a code cell of the notebook (a dict read from JSON) branches on CUDA."""
     return any(
-        cell.get("cell_type") == "code" and _CUDA_BRANCH.search(_source(cell))
+        cell.get("cell_type") == "code" and _CUDA_BRANCH.search(stored_text(cell.get("source")))
         for cell in nb.get("cells", [])
     )
 
@@ -56,11 +57,6 @@ def stamp(path: Path) -> bool:
     out = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     path.write_text(out, encoding="utf-8")
     return True
-
-
-def _source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,8 @@ import re
 import sys
 from pathlib import Path
 
+from notebook_cells import ipython_blanked, stored_text
+
 ROOT_NAME = "tricks_helpers"
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / ROOT_NAME
 
@@ -177,12 +179,8 @@ def chapter_imports(notebook: Path) -> set[str]:
     for index, cell in enumerate(cells):
         if cell.get("cell_type") != "code":
             continue
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        lines = [
-            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
-        ]
         try:
-            tree = ast.parse("\n".join(lines))
+            tree = ast.parse(ipython_blanked(stored_text(cell["source"])))
         except SyntaxError as exc:
             raise ValueError(f"{notebook.name}: cell {index} is not Python: {exc}") from exc
         for node in ast.walk(tree):

@@ -2,7 +2,8 @@
 
 sphinx-book-theme's issues button (``html.use_issues_button`` in ``_config.yml``) links to
 ``<repository.url>/issues/new?title=...``, a blank issue that bypasses the templates in
-``.github/ISSUE_TEMPLATE/`` ("A claim is wrong on my machine", "Colab failed"). This extension,
+``.github/ISSUE_TEMPLATE/`` ("A claim is wrong on my machine", "Colab failed", and the issue
+form "My machine's survey"). This extension,
 loaded through ``sphinx.local_extensions`` in ``_config.yml``, points that button at
 ``<repository.url>/issues/new/choose`` on every page instead. It runs after the theme has made
 its buttons (``html-page-context``, priority 502 > the theme's 501) and changes nothing else.

@@ -32,6 +32,9 @@ from tricks_helpers.bench.records import SCHEMA_VERSION, validate_record
 
 __all__ = [
     "ISA_FLAGS",
+    "X86_ISA_FLAGS",
+    "ARM_ISA_FLAGS",
+    "X86_ARCHS",
     "CAP_VARS",
     "machine_facts",
     "machine_id",
@@ -46,8 +49,14 @@ __all__ = [
     "compare_verdicts",
 ]
 
-#: CPU flags that decide which tricks pay off (bf16, int8, wide vectors), newest first.
-ISA_FLAGS = ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
+#: CPU flags that decide which tricks pay off (bf16, int8, wide vectors), newest first: x86's,
+#: then Arm's (SME and SVE matrix/vector units, the bf16 and int8 matrix-multiply extensions).
+X86_ISA_FLAGS = ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
+ARM_ISA_FLAGS = ("sme2", "sme", "sve2", "sve", "bf16", "i8mm")
+ISA_FLAGS = X86_ISA_FLAGS + ARM_ISA_FLAGS
+#: Architectures whose id names an x86 ISA level (a file without ``arch`` predates the fact and
+#: came from x86 Linux).
+X86_ARCHS = ("x86_64", "x86")
 #: Variables that cap the instruction set torch and oneDNN use (an older CPU stood in for).
 CAP_VARS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
 
@@ -64,12 +73,18 @@ def machine_facts(
     environ: Mapping[str, str] | None = None,
     threads: int | None = None,
     gpu: str | None = None,
+    arch: str | None = None,
 ) -> dict[str, Any]:
     """The facts that explain a machine's verdicts; each argument defaults to this machine.
 
+    The CPU's name, flags and architecture come from ``tricks_helpers.env`` (``/proc/cpuinfo``
+    where it exists, else torch's cpuinfo and the platform: macOS, Windows); the GPU is the
+    first CUDA device, else ``"Apple MPS"`` where torch sees an Apple GPU, else ``"none"``.
+
     Returns:
-        ``{"id", "cpu", "isa", "capped", "threads", "gpu", "torch"}``: ``isa`` lists the
-        :data:`ISA_FLAGS` the CPU has, ``capped`` the :data:`CAP_VARS` that are set.
+        ``{"id", "cpu", "arch", "isa", "capped", "threads", "gpu", "torch"}``: ``arch`` is
+        ``env.cpu_arch()`` (``x86_64``, ``arm64``...), ``isa`` lists the :data:`ISA_FLAGS` the
+        CPU has, ``capped`` the :data:`CAP_VARS` that are set.
 
     Raises:
         TypeError: ``threads`` that is not an integer.
@@ -82,11 +97,15 @@ def machine_facts(
     if threads is not None:
         threads = check_int("machine_facts", "threads", threads, minimum=1)
     if gpu is None:
-        gpu = torch.cuda.get_device_properties(0).name if torch.cuda.is_available() else "none"
+        if torch.cuda.is_available():
+            gpu = torch.cuda.get_device_properties(0).name
+        else:
+            gpu = "Apple MPS" if env_card.mps_available() else "none"
     flags = env_card.cpu_flags() if flags is None else flags
     environ = os.environ if environ is None else environ
     facts = {
         "cpu": env_card.cpu_model() if cpu is None else cpu,
+        "arch": env_card.cpu_arch(arch),
         "isa": [f for f in ISA_FLAGS if f in flags],
         "capped": {v: environ[v] for v in CAP_VARS if environ.get(v)},
         "threads": torch.get_num_threads() if threads is None else threads,
@@ -100,9 +119,17 @@ def machine_facts(
 def machine_id(facts: Mapping[str, Any]) -> str:
     """``<cpu>-<isa>[-capped-<cap>]-<threads>t[-<gpu>]``, e.g. ``intel-xeon-8488c-amx-2t``.
 
-    The ISA part is the newest of ``amx``, ``avx512-bf16``, ``avx512``, ``avx2-only``.
+    On x86 (and in a file without ``arch``, written on x86 Linux before the fact existed), the
+    ISA part is the newest of ``amx``, ``avx512-bf16``, ``avx512``, ``avx2-only``, else
+    ``no-avx2``. Elsewhere it names the architecture and its newest matrix/vector unit and
+    bf16: ``apple-m4-arm64-sme-bf16-10t-apple-mps``, ``neoverse-v1-arm64-sve-bf16-4t``.
     """
     isa = set(facts["isa"])
+    arch = facts.get("arch", "x86_64")
+    if arch not in X86_ARCHS:
+        unit = next((f for f in ("sme2", "sme", "sve2", "sve") if f in isa), None)
+        tag = "-".join([arch] + ([unit] if unit else []) + (["bf16"] if "bf16" in isa else []))
+        return _join_id(facts, tag)
     tag = next(
         (
             name
@@ -116,7 +143,11 @@ def machine_id(facts: Mapping[str, Any]) -> str:
         ),
         "no-avx2",
     )
-    parts = [_slug(facts["cpu"]), tag]
+    return _join_id(facts, tag)
+
+
+def _join_id(facts: Mapping[str, Any], tag: str) -> str:
+    parts = [_slug(facts["cpu"]), _slug(tag)]
     if facts["capped"]:
         parts.append(
             "capped-" + _slug("-".join(sorted({v.lower() for v in facts["capped"].values()})))

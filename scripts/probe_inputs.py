@@ -152,19 +152,24 @@ def _models(edit_b: Callable[[Any], None]) -> tuple[Any, Any]:
     return a, b
 
 
+#: A valid ``tricks_helpers.limits.Limits`` (a 2-core machine): each ``Limits`` case of the probe
+#: changes one field of it; the unit tests build theirs from it (``make_limits`` in
+#: tests/conftest.py).
+GOOD_LIMITS: dict[str, Any] = {
+    "threads": 2,
+    "cache_bytes": 2**23,
+    "cache_source": "sysfs L3",
+    "buffer_bytes": 2**25,
+    "bandwidth": 10e9,
+    "matmul": {"float32": 100e9},
+    "matmul_size": {"float32": 512},
+}
+
+
 def _limits(**change: Any) -> Any:
     from tricks_helpers import limits
 
-    good = {
-        "threads": 2,
-        "cache_bytes": 2**23,
-        "cache_source": "sysfs L3",
-        "buffer_bytes": 2**25,
-        "bandwidth": 10e9,
-        "matmul": {"float32": 100e9},
-        "matmul_size": {"float32": 512},
-    }
-    lim = limits.Limits(**{**good, **change})
+    lim = limits.Limits(**{**GOOD_LIMITS, **change})
     return lim.percent_of_bandwidth(1e9, 1.0), lim.percent_of_matmul("float32", 1e9, 1.0)
 
 

@@ -86,7 +86,10 @@ def limits_text(limits: dict | None) -> str:
 
 def _machine_facts_text(f: dict) -> str:
     m = f["machine"]
-    isa = ", ".join(m["isa"]) or "no AVX2"
+    arch = m.get("arch")  # absent in files written on x86 Linux before it was recorded
+    x86 = arch is None or arch in machine_records.X86_ARCHS
+    none = "no AVX2" if x86 else "none of " + "/".join(machine_records.ARM_ISA_FLAGS)
+    isa = (f"{arch}: " if arch else "") + (", ".join(m["isa"]) or none)
     cap = "; capped " + ", ".join(f"{k}={v}" for k, v in m["capped"].items()) if m["capped"] else ""
     return (
         f"{m['cpu']} ({isa}{cap}; {m['threads']} threads; GPU: {m['gpu']}; torch {m['torch']}); "

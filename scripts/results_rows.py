@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from notebook_cells import stored_text
 from tricks_helpers.bench import VERDICT_LINE_RE, VERDICTS, coverage_percent, fmt_ratio, fmt_time
 
 _RATIO = r"\d+(?:\.\d+)?"
@@ -84,17 +85,13 @@ class Chapter:
     rows: list[Row] = field(default_factory=list)
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else (value or "")
-
-
 def _output_lines(cell) -> list[str]:
     lines = []
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream" and out.get("name") == "stdout":
-            lines += _text(out.get("text")).splitlines()
+            lines += stored_text(out.get("text")).splitlines()
         elif out.get("output_type") in ("execute_result", "display_data"):
-            lines += _text(out.get("data", {}).get("text/plain")).splitlines()
+            lines += stored_text(out.get("data", {}).get("text/plain")).splitlines()
     return lines
 
 
@@ -162,7 +159,7 @@ def read_chapter(path: Path, rows: bool = True) -> Chapter:
     title = None
     for cell in cells:
         if cell.get("cell_type") == "markdown":
-            m = re.search(r"^# (.+)$", _text(cell.get("source")), flags=re.M)
+            m = re.search(r"^# (.+)$", stored_text(cell.get("source")), flags=re.M)
             if m:
                 title = m.group(1).strip()
                 break

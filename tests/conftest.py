@@ -8,6 +8,8 @@
 - ``one_thread``: runs a test with one intra-op thread (tiny models; see its docstring).
 - ``tmp_book``: a scratch repository root (``_config.yml``, ``_toc.yml``, ``book/``) whose
   chapters are made with ``make_notebook``; the scripts take it as their ``root``.
+- ``make_limits``: a valid ``tricks_helpers.limits.Limits``, fields changed by keyword.
+- ``make_claim``: a valid claim record (``tricks_helpers.claims``), fields changed by keyword.
 """
 
 from __future__ import annotations
@@ -41,6 +43,34 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def make_limits() -> Callable[..., object]:
+    """``make_limits(**change)``: ``probe_inputs.GOOD_LIMITS`` (the input probe's valid case, a
+    2-core machine) with the fields in ``change`` replaced, as a ``limits.Limits``."""
+    from probe_inputs import GOOD_LIMITS
+    from tricks_helpers import limits
+
+    return lambda **change: limits.Limits(**{**GOOD_LIMITS, **change})
+
+
+#: A valid claim record, as a chapter's claims file and a results file hold it.
+CLAIM = {
+    "chapter": "01_c",
+    "key": "k",
+    "advice": "a",
+    "condition": "c",
+    "status": "HELD",
+    "evidence": "e",
+    "measured": False,
+}
+
+
+@pytest.fixture(scope="session")
+def make_claim() -> Callable[..., dict]:
+    """``make_claim(**change)``: :data:`CLAIM` with the fields in ``change`` replaced."""
+    return lambda **change: {**CLAIM, **change}
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Tests of tricks_helpers.env: the environment card."""
 
 import re
+import subprocess
 
 import pytest
 import torch
@@ -32,9 +33,143 @@ def test_cpu_flags_and_model_from_a_file(tmp_path):
     assert env.cpu_model(info) == "Test CPU 9000"
 
 
-def test_missing_cpuinfo_gives_empty_flags(tmp_path):
-    assert env.cpu_flags(tmp_path / "absent") == frozenset()
+def test_missing_cpuinfo_gives_empty_flags_without_torch_fallback(tmp_path):
+    assert env.cpu_flags(tmp_path / "absent", torch_fallback=False) == frozenset()
     assert isinstance(env.cpu_model(tmp_path / "absent"), str)
+
+
+# Off x86 Linux (issue 31 part 2): /proc/cpuinfo is absent (macOS, Windows) or names no model
+# (Linux on Arm); torch's cpuinfo capabilities and the platform answer instead.
+APPLE_M2 = {"architecture": "arm64", "cpu_name": "", "neon": True, "bf16": True, "i8mm": True}
+APPLE_M2 |= {"sve": False, "sme": False, "sve_max_length": 0}
+
+
+def fake_platform(monkeypatch, tmp_path, *, system, machine, processor="", caps=None, brand=None):
+    """This process as another machine: no /proc/cpuinfo, the platform's answers, torch's caps."""
+    monkeypatch.setattr(env, "CPUINFO", tmp_path / "absent")
+    monkeypatch.setattr(env.platform, "system", lambda: system)
+    monkeypatch.setattr(env.platform, "machine", lambda: machine)
+    monkeypatch.setattr(env.platform, "processor", lambda: processor)
+    monkeypatch.setattr(env, "_torch_capabilities", lambda: dict(caps or {}))
+    calls = []
+
+    def sysctl(args, **kw):
+        calls.append(args)
+        out = "" if brand is None else brand + "\n"
+        return subprocess.CompletedProcess(args, 0 if brand else 1, stdout=out, stderr="")
+
+    monkeypatch.setattr(env.subprocess, "run", sysctl)
+    return calls
+
+
+def test_apple_silicon_is_named_from_sysctl_and_torch(monkeypatch, tmp_path):
+    calls = fake_platform(
+        monkeypatch,
+        tmp_path,
+        system="Darwin",
+        machine="arm64",
+        processor="arm",
+        caps=APPLE_M2,
+        brand="Apple M2",
+    )
+    assert env.cpu_model() == "Apple M2"
+    assert calls == [["sysctl", "-n", "machdep.cpu.brand_string"]]
+    assert env.cpu_arch() == "arm64"
+    assert env.cpu_flags() == {"neon", "bf16", "i8mm"}  # True capabilities only
+    assert env.cpu_bf16_flags() == {"bf16"}
+
+
+def test_without_sysctl_the_torch_name_then_the_platform_name_the_cpu(monkeypatch, tmp_path):
+    fake_platform(monkeypatch, tmp_path, system="Darwin", machine="arm64", processor="arm")
+    assert env.cpu_model() == "arm"  # sysctl failed, torch has no name
+    fake_platform(
+        monkeypatch,
+        tmp_path,
+        system="Darwin",
+        machine="arm64",
+        caps={"cpu_name": "Apple M1"},
+    )
+    assert env.cpu_model() == "Apple M1"
+    fake_platform(monkeypatch, tmp_path, system="Linux", machine="", caps={"cpu_name": "Unknown"})
+    assert env.cpu_model() == "unknown CPU"
+
+
+def test_linux_on_arm_keeps_proc_features_and_takes_torch_name(monkeypatch, tmp_path):
+    calls = fake_platform(
+        monkeypatch,
+        tmp_path,
+        system="Linux",
+        machine="aarch64",
+        caps={"cpu_name": "Neoverse-V1", "sve": True},
+    )
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd sve bf16 i8mm\n")
+    monkeypatch.setattr(env, "CPUINFO", info)
+    assert env.cpu_flags() == {"fp", "asimd", "sve", "bf16", "i8mm"}  # the file, not torch
+    assert env.cpu_model() == "Neoverse-V1"
+    assert calls == []  # sysctl only on macOS
+    assert env.cpu_arch() == "arm64"
+
+
+def test_windows_flags_come_from_torch_in_linux_spelling(monkeypatch, tmp_path):
+    caps = {"avx2": True, "avx512_f": True, "avx512_vnni": True, "amx_bf16": False}
+    caps |= {"fma3": True, "cpu_name": "Intel Xeon Platinum 8488C", "l1d_cache_size": 49152}
+    fake_platform(
+        monkeypatch,
+        tmp_path,
+        system="Windows",
+        machine="AMD64",
+        processor="Intel64 Family 6 Model 143 Stepping 8, GenuineIntel",
+        caps=caps,
+    )
+    assert env.cpu_flags() == {"avx2", "avx512f", "avx512_vnni", "fma"}
+    assert env.cpu_model() == "Intel Xeon Platinum 8488C"
+    assert env.cpu_arch() == "x86_64"
+
+
+@pytest.mark.parametrize(
+    "machine, arch",
+    [("x86_64", "x86_64"), ("AMD64", "x86_64"), ("i686", "x86"), ("aarch64", "arm64")]
+    + [("arm64", "arm64"), ("ppc64le", "ppc64le"), (" RISCV64 ", "riscv64")],
+)
+def test_cpu_arch_gives_one_name_per_architecture(machine, arch):
+    assert env.cpu_arch(machine) == arch
+
+
+def test_cpu_arch_asks_torch_where_the_platform_is_silent(monkeypatch, tmp_path):
+    fake_platform(monkeypatch, tmp_path, system="", machine="", caps={"architecture": "aarch64"})
+    assert env.cpu_arch() == "arm64"
+    fake_platform(monkeypatch, tmp_path, system="", machine="")
+    assert env.cpu_arch() == "unknown"
+    with pytest.raises(TypeError, match="cpu_arch: machine"):
+        env.cpu_arch(64)
+
+
+def test_darwin_brand_is_none_off_macos_and_when_sysctl_fails(monkeypatch):
+    monkeypatch.setattr(env.platform, "system", lambda: "Linux")
+    assert env._darwin_brand() is None
+    monkeypatch.setattr(env.platform, "system", lambda: "Darwin")
+
+    def missing(*a, **kw):
+        raise FileNotFoundError("sysctl")
+
+    monkeypatch.setattr(env.subprocess, "run", missing)
+    assert env._darwin_brand() is None
+
+
+def test_torch_capabilities_is_a_plain_dict_of_this_torch():
+    caps = env._torch_capabilities()
+    assert isinstance(caps, dict) and caps == dict(torch.cpu.get_capabilities())
+
+
+def test_mps_named_on_the_card_but_not_its_device(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert env.mps_available()
+    card = env.environment_card()
+    assert card.device == "cpu" and card.gpu.startswith("Apple MPS (not used")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert not env.mps_available() and env.environment_card().gpu == "none"
 
 
 @pytest.mark.parametrize(

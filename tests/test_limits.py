@@ -109,12 +109,8 @@ def test_measure_limits_refuses_bad_arguments():
         limits.measure_limits(budget_s=0.0)
 
 
-def fixed_limits():
-    return limits.Limits(2, 2**23, "sysfs L3", 2**25, 10e9, {"float32": 100e9}, {"float32": 512})
-
-
-def test_percent_of_limits_are_ratios_to_the_measured_limits():
-    lim = fixed_limits()
+def test_percent_of_limits_are_ratios_to_the_measured_limits(make_limits):
+    lim = make_limits()
     assert lim.percent_of_bandwidth(5e9, 1.0) == pytest.approx(50.0)
     assert lim.percent_of_matmul("float32", 25e9, 0.5) == pytest.approx(50.0)
     with pytest.raises(ValueError, match="no measured limit for 'int8'"):
@@ -174,18 +170,9 @@ def test_last_level_cache_never_reports_a_cache_of_zero_bytes(tmp_path, size):
         ("matmul_size", {"float32": 0}, ValueError, r"matmul_size\['float32'\]"),
     ],
 )
-def test_limits_refuse_values_no_measurement_gives(field, value, error, match):
-    good = {
-        "threads": 2,
-        "cache_bytes": 2**23,
-        "cache_source": "sysfs L3",
-        "buffer_bytes": 2**25,
-        "bandwidth": 10e9,
-        "matmul": {"float32": 100e9},
-        "matmul_size": {"float32": 512},
-    }
+def test_limits_refuse_values_no_measurement_gives(make_limits, field, value, error, match):
     with pytest.raises(error, match=match):
-        limits.Limits(**{**good, field: value})
+        make_limits(**{field: value})
 
 
 def test_roofline_chart_refuses_a_point_above_the_roof_of_its_dtype():
@@ -202,3 +189,46 @@ def test_roofline_chart_refuses_a_point_above_the_roof_of_its_dtype():
     fig = charts.roofline_chart(16e9, peaks, {"int8, b64": (250.0, 2.8e9, "int8")})  # on it
     assert [t.get_text() for t in fig.axes[0].texts] == ["int8, b64"]
     plt.close(fig)
+
+
+# limits.Limits.raised: a limit is the highest rate reached here, never one a kernel beats.
+@pytest.fixture
+def probe(make_limits):
+    return lambda: make_limits(
+        matmul={"float32": 100e9, "bfloat16": 2e9}, matmul_size={"float32": 2048, "bfloat16": 128}
+    )
+
+
+def test_a_faster_page_rate_raises_its_limit_and_says_so(probe):
+    lim = probe().raised("the block", matmul={"bfloat16": 10e9, "float32": 50e9}, bandwidth=12e9)
+    assert lim.matmul == {"float32": 100e9, "bfloat16": 10e9}
+    assert lim.bandwidth == 12e9
+    assert lim.raised_by == {"bfloat16": "the block", "bandwidth": "the block"}
+    assert lim.percent_of_matmul("bfloat16", 10e9, 1.0) == pytest.approx(100.0)
+    assert "[hardware] bfloat16 limit raised to the rate of the block (faster than the probe)" in (
+        lim.lines()
+    )
+    assert probe().raised_by == {}  # the original is unchanged
+
+
+def test_rates_at_or_below_the_limits_change_nothing(probe):
+    lim = probe().raised("x", matmul={"float32": 100e9}, bandwidth=1e9)
+    assert lim == probe()
+
+
+def test_no_percentage_above_100_after_raising(probe):
+    rates = {"float32": 250e9, "bfloat16": 0.5e9}
+    lim = probe().raised("page", matmul=rates)
+    for name, rate in rates.items():
+        assert lim.percent_of_matmul(name, rate, 1.0) <= 100.0
+
+
+def test_raised_refuses_bad_input(probe):
+    with pytest.raises(ValueError, match="no measured limit for 'int8'"):
+        probe().raised("x", matmul={"int8": 1e9})
+    with pytest.raises(ValueError, match="bandwidth"):
+        probe().raised("x", bandwidth=0.0)
+    with pytest.raises(TypeError, match="matmul"):
+        probe().raised("x", matmul=[("float32", 1e9)])
+    with pytest.raises(TypeError, match="source"):
+        probe().raised(3, matmul={})

@@ -102,12 +102,56 @@ def test_changelog_lists_every_chapter_under_the_first_release(repo_root):
         assert f"`book/{path.name}`" in first, path.name
 
 
-def test_issue_templates_exist(repo_root):
+def issue_templates(repo_root):
+    """Template name -> its front matter (Markdown templates) or its form (YAML issue forms)."""
     folder = repo_root / ".github" / "ISSUE_TEMPLATE"
-    names = {yaml.safe_load(p.read_text().split("---")[1])["name"] for p in folder.glob("*.md")}
-    assert names == {"A claim is wrong on my machine", "Colab failed"}
-    claim = (folder / "claim-wrong-on-my-machine.md").read_text(encoding="utf-8")
+    found = {}
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".md":
+            meta = yaml.safe_load(path.read_text(encoding="utf-8").split("---")[1])
+        elif path.suffix in (".yml", ".yaml") and path.stem != "config":
+            meta = yaml.safe_load(path.read_text(encoding="utf-8"))
+        else:
+            continue
+        found[meta["name"]] = {**meta, "path": path}
+    return found
+
+
+def test_issue_templates_exist_and_the_chooser_names_them(repo_root):
+    import issue_chooser
+
+    templates = issue_templates(repo_root)
+    assert set(templates) == {
+        "A claim is wrong on my machine",
+        "Colab failed",
+        "My machine's survey",
+    }
+    claim = templates["A claim is wrong on my machine"]["path"].read_text(encoding="utf-8")
     assert "environment card" in claim
+    doc = " ".join(issue_chooser.__doc__.split())
+    for name in templates:
+        assert f'"{name}"' in doc, name
+
+
+def test_the_survey_issue_form_asks_for_the_file_and_its_schema_check(repo_root):
+    form = issue_templates(repo_root)["My machine's survey"]
+    assert form["path"].name == "machine-survey.yml"
+    assert {"name", "description", "title", "labels", "body"} <= set(form)
+    kinds = {"markdown", "input", "textarea", "dropdown", "checkboxes"}
+    fields = {}
+    for item in form["body"]:
+        assert item["type"] in kinds and item["attributes"], item
+        if item["type"] != "markdown":
+            assert re.fullmatch(r"[a-z0-9_-]+", item["id"]) and item["id"] not in fields
+            assert item["attributes"]["label"].strip()
+            fields[item["id"]] = item
+    required = {k for k, v in fields.items() if v.get("validations", {}).get("required")}
+    assert {"machine-id", "machine", "torch", "survey-file", "schema-check"} <= required
+    [check] = [o for o in fields["checks"]["attributes"]["options"] if o.get("required")]
+    assert "schema check printed `ok`" in check["label"]
+    command = "python scripts/results_schema.py --contributed results/<machine-id>-survey.json"
+    assert command in fields["schema-check"]["attributes"]["description"]
+    assert command in read(repo_root, "CONTRIBUTING.md")  # one command, documented there
 
 
 def test_issues_button_opens_the_template_chooser():

@@ -11,6 +11,7 @@ version (pinned by the book) is compared verbatim, while machine-specific values
 from __future__ import annotations
 
 import platform
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,8 @@ __all__ = [
     "print_environment",
     "cpu_model",
     "cpu_flags",
+    "cpu_arch",
+    "mps_available",
     "bf16_support",
     "native_bf16",
     "autocast_dtypes",
@@ -37,33 +40,142 @@ __all__ = [
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 
 
-def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+#: Where Linux lists the CPU's model and flags (absent on macOS and Windows).
+CPUINFO = Path("/proc/cpuinfo")
+
+# torch.cpu.get_capabilities() spells a few x86 flags with an underscore the kernel's
+# /proc/cpuinfo does not have; the machine records use the kernel's spelling.
+_TORCH_FLAG_NAMES = {
+    "avx512_f": "avx512f",
+    "avx512_cd": "avx512cd",
+    "avx512_dq": "avx512dq",
+    "avx512_bw": "avx512bw",
+    "avx512_vl": "avx512vl",
+    "fma3": "fma",
+}
+# platform.machine() names of one architecture, as this book names it.
+_ARCH_NAMES = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "x64": "x86_64",
+    "i386": "x86",
+    "i686": "x86",
+    "x86": "x86",
+    "arm64": "arm64",
+    "aarch64": "arm64",
+    "arm64e": "arm64",
+}
+
+
+def _torch_capabilities() -> dict:
+    """``torch.cpu.get_capabilities()`` as a dict; empty on a torch without it."""
+    get_capabilities = getattr(getattr(torch, "cpu", None), "get_capabilities", None)
+    if get_capabilities is None:
+        return {}
+    try:
+        return dict(get_capabilities())
+    except RuntimeError:  # cpuinfo failed to initialise
+        return {}
+
+
+def _cpuinfo_fields(cpuinfo: str | Path | None) -> list[tuple[str, str]]:
+    """``(key, value)`` of each ``key : value`` line of ``cpuinfo`` (default :data:`CPUINFO`),
+    first processor first; none where the file cannot be read."""
+    try:
+        text = Path(CPUINFO if cpuinfo is None else cpuinfo).read_text(
+            encoding="utf-8", errors="replace"
+        )
+    except OSError:
+        return []
+    return [(k.strip(), v) for k, _, v in (line.partition(":") for line in text.splitlines())]
+
+
+def cpu_flags(cpuinfo: str | Path | None = None, *, torch_fallback: bool = True) -> frozenset[str]:
     """Return the CPU feature flags of the first processor listed in ``cpuinfo``.
 
-    Returns an empty set where the file does not exist (macOS, Windows).
+    Where the file does not exist or lists no flags (macOS, Windows), the flags come from
+    ``torch.cpu.get_capabilities()`` (cpuinfo, what torch's own kernels dispatch on), spelled
+    as Linux spells them (``avx512f``, not ``avx512_f``), so an Apple-silicon Mac reports its
+    Arm features (``bf16``, ``i8mm``, ``sme``) and a Windows PC its AVX flags (issue 31).
+
+    Args:
+        cpuinfo: the file to read (default :data:`CPUINFO`, Linux's ``/proc/cpuinfo``).
+        torch_fallback: ask torch where the file gives no flags; ``False`` returns an empty
+            set there instead.
     """
-    try:
-        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
+    for key, value in _cpuinfo_fields(cpuinfo):
+        if key in ("flags", "Features") and value.split():
             return frozenset(value.split())
-    return frozenset()
+    if not torch_fallback:
+        return frozenset()
+    return frozenset(
+        _TORCH_FLAG_NAMES.get(name, name)
+        for name, value in _torch_capabilities().items()
+        if value is True
+    )
 
 
-def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
-    """Return a readable CPU model name (``platform.processor()`` where /proc is absent)."""
+def cpu_arch(machine: str | None = None) -> str:
+    """This CPU's architecture: ``x86_64``, ``x86``, ``arm64``, or what the platform says.
+
+    ``platform.machine()`` spells one architecture several ways (``AMD64`` on Windows,
+    ``aarch64`` on Linux, ``arm64`` on macOS); this gives one name per architecture, lower
+    case. Where the platform says nothing, torch's ``architecture`` capability is asked.
+
+    Args:
+        machine: a ``platform.machine()`` value to name (default: this machine's).
+    """
+    if machine is not None:
+        check_type("cpu_arch", "machine", machine, str)
+    else:
+        machine = platform.machine() or str(_torch_capabilities().get("architecture", ""))
+    name = machine.strip().lower()
+    return _ARCH_NAMES.get(name, name) or "unknown"
+
+
+def _darwin_brand() -> str | None:
+    """macOS's CPU name (``sysctl -n machdep.cpu.brand_string``: ``Apple M2``); None elsewhere."""
+    if platform.system() != "Darwin":
+        return None
     try:
-        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and value.strip():
+        done = subprocess.run(
+            ["sysctl", "-n", "machdep.cpu.brand_string"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    brand = done.stdout.strip()
+    return brand if done.returncode == 0 and brand else None
+
+
+def cpu_model(cpuinfo: str | Path | None = None) -> str:
+    """Return a readable CPU model name.
+
+    In order: ``model name`` in ``cpuinfo`` (default :data:`CPUINFO`; Linux on x86); on macOS
+    ``sysctl -n machdep.cpu.brand_string`` (``Apple M2``); torch's ``cpu_name`` capability
+    (cpuinfo: Linux on Arm, Windows); ``platform.processor()``; ``platform.machine()``;
+    ``"unknown CPU"``.
+    """
+    for key, value in _cpuinfo_fields(cpuinfo):
+        if key == "model name" and value.strip():
             return value.strip()
-    return platform.processor() or platform.machine() or "unknown CPU"
+    torch_name = str(_torch_capabilities().get("cpu_name") or "").strip()
+    return (
+        _darwin_brand()
+        or (torch_name if torch_name.lower() not in ("", "unknown") else "")
+        or platform.processor()
+        or platform.machine()
+        or "unknown CPU"
+    )
+
+
+def mps_available() -> bool:
+    """True where torch can use an Apple GPU through Metal (``torch.backends.mps``)."""
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
 
 
 def cpu_bf16_flags() -> frozenset[str]:
@@ -76,11 +188,10 @@ def cpu_bf16_flags() -> frozenset[str]:
     Returns:
         The subset of ``{"avx512_bf16", "amx_bf16", "bf16"}`` this CPU has.
     """
-    get_capabilities = getattr(getattr(torch, "cpu", None), "get_capabilities", None)
-    if get_capabilities is not None:
-        caps = get_capabilities()
+    caps = _torch_capabilities()
+    if caps:
         return frozenset(f for f in _BF16_CPU_FLAGS if caps.get(f) is True)
-    return frozenset(f for f in _BF16_CPU_FLAGS if f in cpu_flags())
+    return frozenset(f for f in _BF16_CPU_FLAGS if f in cpu_flags(torch_fallback=False))
 
 
 def bf16_support(device: str | torch.device = "cpu", flags: frozenset[str] | None = None) -> str:
@@ -344,7 +455,9 @@ def environment_card(extras: dict[str, str] | None = None) -> EnvCard:
         props = torch.cuda.get_device_properties(0)
         gpu = f"{props.name} ({props.total_memory / 2**30:.0f} GiB)"
     else:
-        cuda, cudnn, gpu = "not available", "not available", "none"
+        cuda, cudnn = "not available", "not available"
+        # an Apple GPU is named, but the chapters take their CPU branch there
+        gpu = "Apple MPS (not used: the chapters run on cpu)" if mps_available() else "none"
     return EnvCard(
         torch_version=version,
         torch_build=build or "default",

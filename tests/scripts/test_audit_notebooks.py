@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import audit_device_branches
 import audit_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from notebook_cells import stored_text
 from tricks_helpers import bench
 
 PNG = {
@@ -496,10 +499,10 @@ def test_no_stored_chapter_aligns_a_measured_value_by_hand():
 
     hits = []
     for path in chapter_notebooks(ROOT):
-        cells = audit_notebooks.json.loads(path.read_text(encoding="utf-8"))["cells"]
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         for i, cell in enumerate(cells):
             if cell["cell_type"] == "code":
-                src = audit_notebooks._text(cell["source"])
+                src = stored_text(cell["source"])
                 hits += [
                     f"{path.name} cell {i}, {w}"
                     for w in audit_notebooks.padded_measured_values(src)

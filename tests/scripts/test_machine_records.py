@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
+import torch
 
 import machine_records  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from tricks_helpers import bench
+from tricks_helpers import bench, env
 
 
 def facts(**kw):
     args = dict(cpu="Intel(R) Xeon(R) Platinum 8488C", flags=frozenset({"avx2", "avx512f"}))
-    args.update(environ={}, threads=2, gpu="none")
+    args.update(environ={}, threads=2, gpu="none", arch="x86_64")
     args.update(kw)
     return machine_records.machine_facts(**args)
 
@@ -202,3 +205,80 @@ def test_machine_facts_refuses_a_thread_count_below_one(threads, error, match):
 def test_machine_facts_keeps_a_positive_thread_count():
     facts = machine_records.machine_facts(cpu="x", flags=frozenset(), environ={}, threads=3)
     assert facts["threads"] == 3 and "-3t" in facts["id"]
+
+
+# The machine id off x86 Linux (issue 31 part 2): an Apple-silicon Mac was once named
+# "arm-no-avx2" (cpu_flags read /proc/cpuinfo only, platform.processor() says "arm").
+def as_machine(monkeypatch, tmp_path, *, system, machine, caps, brand="", mps=False):
+    monkeypatch.setattr(env, "CPUINFO", tmp_path / "absent")
+    monkeypatch.setattr(env.platform, "system", lambda: system)
+    monkeypatch.setattr(env.platform, "machine", lambda: machine)
+    monkeypatch.setattr(env.platform, "processor", lambda: "arm" if "arm" in machine else "")
+    monkeypatch.setattr(env, "_torch_capabilities", lambda: dict(caps))
+    monkeypatch.setattr(
+        env.subprocess,
+        "run",
+        lambda args, **kw: subprocess.CompletedProcess(args, 0 if brand else 1, brand, ""),
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    return machine_records.machine_facts(environ={}, threads=8)
+
+
+def test_an_apple_silicon_mac_is_named_apple_arm64_with_its_gpu(monkeypatch, tmp_path):
+    caps = {"architecture": "arm64", "neon": True, "bf16": True, "i8mm": True, "sme": True}
+    facts = as_machine(
+        monkeypatch, tmp_path, system="Darwin", machine="arm64", caps=caps, brand="Apple M4\n"
+    )
+    assert facts["id"] == "apple-m4-arm64-sme-bf16-8t"
+    assert facts["cpu"] == "Apple M4" and facts["arch"] == "arm64"
+    assert facts["isa"] == ["sme", "bf16", "i8mm"] and "avx2" not in facts["id"]
+    mps = as_machine(
+        monkeypatch,
+        tmp_path,
+        system="Darwin",
+        machine="arm64",
+        caps=caps,
+        brand="Apple M4",
+        mps=True,
+    )
+    assert mps["gpu"] == "Apple MPS" and mps["id"] == "apple-m4-arm64-sme-bf16-8t-apple-mps"
+    machine_records.validate_results(
+        machine_records.merge_results(None, mps, {}, [], "survey")
+    )  # the schema takes the new facts
+
+
+def test_linux_on_arm_and_windows_are_named_by_torch(monkeypatch, tmp_path):
+    caps = {"cpu_name": "Neoverse-V1", "architecture": "arm64", "sve": True, "bf16": True}
+    arm = as_machine(monkeypatch, tmp_path, system="Linux", machine="aarch64", caps=caps)
+    assert arm["id"] == "neoverse-v1-arm64-sve-bf16-8t" and arm["gpu"] == "none"
+    bare = as_machine(monkeypatch, tmp_path, system="Linux", machine="aarch64", caps={})
+    assert bare["id"] == "aarch64-arm64-8t"  # no name anywhere but the platform's
+    caps = {"cpu_name": "Intel Core i7-12700H", "avx2": True, "avx512_f": False}
+    win = as_machine(monkeypatch, tmp_path, system="Windows", machine="AMD64", caps=caps)
+    assert win["arch"] == "x86_64" and win["id"] == "intel-core-i7-12700h-avx2-only-8t"
+
+
+def test_machine_facts_refuses_an_arch_that_is_not_text():
+    with pytest.raises(TypeError, match="cpu_arch: machine"):
+        facts(arch=64)
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+def test_the_stored_x86_ids_are_unchanged(path):
+    stored = json.loads(path.read_text())["machine"]
+    assert machine_records.machine_id(stored) == stored["id"]
+    if "arch" not in stored:  # written on x86 Linux before the fact: the same id with it
+        assert machine_records.machine_id({**stored, "arch": "x86_64"}) == stored["id"]
+
+
+def test_this_x86_linux_machine_keeps_its_id():
+    if env.cpu_arch() != "x86_64" or not env.CPUINFO.exists():
+        pytest.skip("not x86 Linux")
+    facts = machine_records.machine_facts(environ={}, threads=2, gpu="none")
+    assert facts["arch"] == "x86_64" and facts["cpu"] == env.cpu_model(env.CPUINFO)
+    if facts["cpu"] == "AMD EPYC" and facts["isa"] == ["avx2"]:  # the book's reference machine
+        assert facts["id"] == "amd-epyc-avx2-only-2t"

@@ -14,14 +14,13 @@ import results_machines  # scripts/ is on pytest's pythonpath (pyproject.toml)
 from tricks_helpers import bench
 
 
-def results(source, threads, times, label="fusion", chapter="01_x", limits=None):
+def results(source, threads, times, label="fusion", chapter="01_x", limits=None, **machine):
     records = []
     for b, t in times:
         c = bench.comparison_from_times(label, [b] * 6, [t] * 6, threads=1, show=False)
         records.append(c.record(chapter=chapter))
-    facts = machine_records.machine_facts(
-        cpu="Test CPU", flags=frozenset({"avx2"}), environ={}, threads=threads, gpu="none"
-    )
+    args = dict(cpu="Test CPU", flags=frozenset({"avx2"}), environ={}, gpu="none", arch="x86_64")
+    facts = machine_records.machine_facts(threads=threads, **{**args, **machine})
     ok = {"status": "ok", "error": "", "seconds": 1.0}
     return machine_records.merge_results(None, facts, {chapter: ok}, records, source, limits)
 
@@ -97,6 +96,20 @@ def test_section_has_columns_differs_and_a_figure_per_chapter():
     assert "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s |" in text
     assert "### Differs between machines\n\n- 01_x: fusion:" in text
     assert "```{figure} results_machines_01_x.svg\n:alt: 01 · X: one row per comparison" in text
+
+
+def test_the_facts_name_the_architecture_and_an_arm_cpu_is_not_without_avx2():
+    x86 = results("book", 2, [(2e-3, 1e-3)], flags=frozenset())
+    assert results_machines._machine_facts_text(x86).startswith("Test CPU (x86_64: no AVX2; 2 ")
+    del x86["machine"]["arch"]  # a file written before the fact: as it was shown then
+    assert results_machines._machine_facts_text(x86).startswith("Test CPU (no AVX2; 2 threads")
+    mac = results("survey", 8, [(1e-3, 1e-3)], cpu="Apple M2", arch="arm64", flags=frozenset())
+    mac["machine"]["gpu"] = "Apple MPS"
+    text = results_machines._machine_facts_text(mac)
+    assert text.startswith("Apple M2 (arm64: none of sme2/sme/sve2/sve/bf16/i8mm; 8 threads; ")
+    assert "GPU: Apple MPS;" in text
+    mac["machine"]["isa"] = ["bf16", "i8mm"]
+    assert results_machines._machine_facts_text(mac).startswith("Apple M2 (arm64: bf16, i8mm;")
 
 
 def test_the_chapters_row_names_each_failed_chapter_with_its_error():

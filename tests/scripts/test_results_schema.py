@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import re
 import time
 
 import pytest
@@ -18,6 +20,7 @@ import pytest
 import machine_records
 import results_machines
 import results_page
+import results_schema
 from tricks_helpers import bench
 
 OK = {"status": "ok", "error": "", "seconds": 1.0}
@@ -30,7 +33,7 @@ def comparison(label="fusion", times=(2e-3, 1e-3), why=""):
 
 def results(source="book", threads=2, cpu="Test CPU", gpu="none", label="fusion", why="", **kw):
     facts = machine_records.machine_facts(
-        cpu=cpu, flags=frozenset({"avx2"}), environ={}, threads=threads, gpu=gpu
+        cpu=cpu, flags=frozenset({"avx2"}), environ={}, threads=threads, gpu=gpu, arch="x86_64"
     )
     records = [comparison(label, why=why, **kw).record(chapter="01_x")]
     return machine_records.merge_results(None, facts, {"01_x": dict(OK)}, records, source)
@@ -290,3 +293,71 @@ def test_cell_text_escapes_markup_and_keeps_plain_words():
     assert text("<script>") == "&lt;script&gt;"
     assert text("x\n```{y}") == "x \\`\\`\\`\\{y\\}"
     assert text("_a_ *b* $c$ [d]") == "\\_a\\_ \\*b\\* \\$c\\$ \\[d\\]"
+
+
+# The check command a contributor runs on a survey before attaching it (CONTRIBUTING.md).
+def write(folder, data, name=None):
+    name = name or results_schema.file_name(data["machine"]["id"], data["source"])
+    path = folder / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_check_command_passes_a_survey_and_says_what_it_holds(tmp_path, capsys):
+    path = write(tmp_path, results("survey"))
+    assert results_schema.main(["--contributed", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"results_schema: {path}: ok, survey of test-avx2-only-2t: 1 chapters (0 failed), "
+        "1 records, 0 claims\n"
+    )
+
+
+def test_the_stored_results_pass_the_check_command(repo_root, capsys):
+    files = sorted((repo_root / "results").glob("*.json"))
+    assert files and results_schema.main([str(p) for p in files]) == 0
+    assert capsys.readouterr().out.count(": ok, ") == len(files)
+
+
+@pytest.mark.parametrize(
+    "plant, match",
+    [
+        (lambda d, p: p.write_text("{", encoding="utf-8"), "not JSON"),
+        (lambda d, p: p.write_text(json.dumps(d).replace("1.0", "NaN", 1)), "NaN is not a JSON"),
+        (lambda d, p: p.write_bytes(b'{"schema": "\xff"}'), "can't decode|invalid start byte"),
+        (lambda d, p: p.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
+        (lambda d, p: p.write_text(json.dumps({**d, "source": "book"})), "must be named"),
+        (lambda d, p: p.write_text(json.dumps({**d, "extra": 1})), "Additional properties"),
+        (lambda d, p: os.truncate(p, results_schema.MAX_FILE_BYTES + 1), "more than 4,194,304"),
+    ],
+)
+def test_check_command_names_the_file_and_the_first_failed_check(tmp_path, capsys, plant, match):
+    data = results("survey")
+    path = write(tmp_path, data)
+    plant(data, path)
+    assert results_schema.main([str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"results_schema: {path}: INVALID: ")
+    assert re.search(match, out), out
+    with pytest.raises((TypeError, ValueError), match=match):
+        results_schema.check_file(path)
+
+
+def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path, capsys):
+    survey = write(tmp_path, results("survey"))
+    link = tmp_path / "link-survey.json"
+    link.symlink_to(survey)
+    with pytest.raises(ValueError, match="not a regular file"):
+        results_schema.check_file(link)
+    with pytest.raises(ValueError, match="not a regular file"):
+        results_schema.check_file(tmp_path)
+    with pytest.raises(ValueError, match="not a regular file"):
+        results_schema.check_file(tmp_path / "absent.json")
+    one = write(tmp_path, results("book", threads=2))
+    two = write(tmp_path, results("book", threads=4))
+    with pytest.raises(ValueError, match="source 'book'; a contributed file is a survey"):
+        results_schema.check_file(one, contributed=True)
+    assert results_schema.main([str(one), str(two)]) == 1
+    assert "together: INVALID: several results files with source 'book'" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        results_schema.main([])  # no file: a usage error

@@ -258,38 +258,26 @@ CLAIMS = (
 )
 
 
-def test_a_chapters_claims_reach_its_results_file_and_replace_its_old_ones(tmp_book, capsys):
+def test_a_chapters_claims_reach_its_results_file_and_replace_its_old_ones(
+    tmp_book, capsys, make_claim
+):
     root = tmp_book({"01_c": ["# C", {"source": CLAIMS, "outputs": []}]})
     assert run_notebooks.main(["--survey"], root=root) == 0
     (path,) = (root / "results").glob("*.json")
     claims_stored = machine_records.read_results(path)["claims"]
     assert claims_stored == [
-        {
-            "chapter": "01_c",
-            "key": "smaller",
-            "advice": "int8 is smaller",
-            "condition": "any machine",
-            "status": "HELD",
-            "evidence": "0.25x",
-            "measured": False,
-        }
+        make_claim(
+            key="smaller", advice="int8 is smaller", condition="any machine", evidence="0.25x"
+        )
     ]
     data = machine_records.read_results(path)
     again = machine_records.merge_results(data, data["machine"], data["chapters"], [], "survey")
     assert "claims" not in again  # a chapter run again without claims drops its old ones
 
 
-def test_chapter_claims_keep_the_valid_lines_and_name_the_rest(tmp_path):
+def test_chapter_claims_keep_the_valid_lines_and_name_the_rest(tmp_path, make_claim):
     path = tmp_path / "01_c.claims.jsonl"
-    good = {
-        "chapter": "01_c",
-        "key": "k",
-        "advice": "a",
-        "condition": "c",
-        "status": "HELD",
-        "evidence": "e",
-        "measured": False,
-    }
+    good = make_claim()
     path.write_text(
         json.dumps(good) + "\n" + json.dumps({**good, "chapter": "02"}) + '\n{"key": 1}\nnot\n'
     )
@@ -301,16 +289,10 @@ def test_chapter_claims_keep_the_valid_lines_and_name_the_rest(tmp_path):
     assert run_notebooks.read_chapter_claims(tmp_path / "none.jsonl", "x") == ([], "")
 
 
-def test_results_files_refuse_a_claim_of_an_unlisted_chapter_or_a_repeated_key(tmp_path):
-    claim = {
-        "chapter": "01_c",
-        "key": "k",
-        "advice": "a",
-        "condition": "c",
-        "status": "HELD",
-        "evidence": "e",
-        "measured": False,
-    }
+def test_results_files_refuse_a_claim_of_an_unlisted_chapter_or_a_repeated_key(
+    tmp_path, make_claim
+):
+    claim = make_claim()
     machine = machine_records.machine_facts()
     ok = {"01_c": {"status": "ok", "error": "", "seconds": 1.0}}
     machine_records.merge_results(None, machine, ok, [], "survey", claims=[claim])
