@@ -52,10 +52,13 @@ RELEASE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: 2.13 and 2.14: this book's chapter 07 executed with torchao 0.18.0 (``make test`` on
 #: torch 2.13.0, ``make newest`` on 2.14.1). 2.11 and 2.12: torchao 0.18 loads its C++
 #: extensions from torch 2.11 on (torchao/__init__.py), and it is the only release with every
-#: name chapter 07 imports (``scripts/torchao_api.json``). 2.8 to 2.10: the torchao releases
-#: built for them (its compatibility table), which lack ``PrototypeInt4WeightOnlyConfig``:
-#: chapter 07 says so and skips its int4 rows there. Any other torch: the cell says so and
-#: installs torchao unbounded.
+#: name and keyword chapter 07 uses (``scripts/torchao_api.json``). 2.8 to 2.10: the torchao
+#: releases built for them (its compatibility table), which lack
+#: ``PrototypeInt4WeightOnlyConfig`` (0.18 on): chapter 07 runs every other section there and
+#: skips its int4 rows, with one ``[skipped]`` line naming the release they need
+#: (``tricks_helpers.quantization.TORCHAO_NEEDED``); with 0.13 (the 2.8 row) it also skips its
+#: appendix's probe of configs without a CPU path (``int4_packing_format`` is 0.14 on).
+#: Any other torch: the cell says so and installs torchao unbounded.
 TORCHAO_FOR_TORCH = {
     "2.8": "torchao>=0.13,<0.14.1",
     "2.9": "torchao>=0.14.1,<0.16",

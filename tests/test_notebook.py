@@ -159,3 +159,32 @@ def test_sanitize_masks_the_build_path_of_a_cpp_warning(sanitize, where):
     assert sanitize(line) == (
         "UserWarning: quantized tensors are deprecated. (Triggered internally at <build path>)"
     )
+
+
+def test_skipped_prints_and_returns_one_line_with_the_counted_prefix(capsys):
+    line = notebook.skipped("int4 weight-only rows", "torchao >= 0.18", "torchao 0.16.0")
+    assert line == (
+        "[skipped] int4 weight-only rows: needs torchao >= 0.18, this run has torchao 0.16.0"
+    )
+    assert capsys.readouterr().out == line + "\n"
+    assert line.startswith(notebook.SKIPPED_PREFIX) and notebook.SKIPPED_PREFIX == "[skipped] "
+    out = io.StringIO()
+    assert notebook.skipped("a", "b", "c", stream=out) == "[skipped] a: needs b, this run has c"
+    assert out.getvalue() == "[skipped] a: needs b, this run has c\n"
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((1, "torchao >= 0.18", "torchao 0.16.0"), TypeError, "section must be str"),
+        (("int4", None, "torchao 0.16.0"), TypeError, "needs must be str"),
+        (("int4", "torchao >= 0.18", b"0.16"), TypeError, "have must be str"),
+        (("  ", "torchao >= 0.18", "torchao 0.16.0"), ValueError, "section must not be empty"),
+        (("int4", "", "torchao 0.16.0"), ValueError, "needs must not be empty"),
+        (("int4", "torchao >= 0.18", "0.16\n0.17"), ValueError, "have must be one line"),
+    ],
+)
+def test_skipped_refuses_bad_arguments(args, error, match, capsys):
+    with pytest.raises(error, match=match):
+        notebook.skipped(*args)
+    assert capsys.readouterr().out == ""  # nothing printed on a refusal

@@ -104,15 +104,40 @@ def test_weight_bytes_of_a_meta_model_equals_the_real_one():
     assert Q.weight_bytes(shared) == meta[0].weight.numel() * 4
 
 
-def test_require_torchao_passes_from_0_18_and_names_the_int4_rows_before():
-    Q.require_torchao("0.18.0")
-    Q.require_torchao("0.19.1+cu126")
-    with pytest.raises(RuntimeError, match=r"int4 weight-only rows need torchao >= 0\.18") as info:
-        Q.require_torchao("0.16.0")
-    assert "PrototypeInt4WeightOnlyConfig" in str(info.value)
-    assert "the other sections" not in str(info.value)
-    with pytest.raises(RuntimeError, match=r"the other sections need torchao >= 0\.13"):
+def test_torchao_supports_decides_each_section_from_its_release():
+    every = Q.torchao_supports("0.18.0")
+    assert list(every) == list(Q.TORCHAO_NEEDED) and all(every.values())
+    assert all(Q.torchao_supports("0.19.1+cu126").values())
+    old = Q.torchao_supports("0.16.0")
+    assert not old["int4 weight-only"] and old["int8 quantize_"] and old["QAT"]
+    assert (
+        old["configs without a CPU path"]
+        and not Q.torchao_supports("0.13.0")["configs without a CPU path"]
+    )  # int4_packing_format was packing_format in 0.13
+    assert not Q.torchao_supports("0.17.9")["int4 weight-only"]
+    assert Q.torchao_supports("0.18.0rc1")["int4 weight-only"]
+    assert not any(Q.torchao_supports("0.12.0").values())
+
+
+def test_torchao_needs_names_the_release_and_refuses_unknown_sections():
+    assert Q.torchao_needs("int4 weight-only") == "torchao >= 0.18"
+    assert Q.torchao_needs("int8 quantize_") == "torchao >= 0.13"
+    with pytest.raises(ValueError, match="section must be one of .*'int4 weight-only'"):
+        Q.torchao_needs("int4")
+    with pytest.raises(TypeError, match="section must be str"):
+        Q.torchao_needs(4)
+
+
+def test_require_torchao_runs_from_0_13_and_names_the_sections_below():
+    assert Q.require_torchao("0.18.0") == Q.torchao_supports("0.18.0")
+    runs = Q.require_torchao("0.16.0")  # no longer all or nothing: int4 is skipped
+    assert runs == Q.torchao_supports("0.16.0") and not runs["int4 weight-only"]
+    assert Q.require_torchao("0.13.0")["int8 quantize_"]
+    with pytest.raises(RuntimeError, match=r"int8 quantize_ needs torchao >= 0\.13") as info:
         Q.require_torchao("0.12.0")
+    message = str(info.value)
+    assert "int4 weight-only needs torchao >= 0.18 (PrototypeInt4WeightOnlyConfig)" in message
+    assert "Install torchao>=0.13 (torchao>=0.18 runs every section" in message
 
 
 @pytest.mark.parametrize(
@@ -122,3 +147,19 @@ def test_require_torchao_passes_from_0_18_and_names_the_int4_rows_before():
 def test_require_torchao_refuses_bad_versions(version, error, match):
     with pytest.raises(error, match=match):
         Q.require_torchao(version)
+    with pytest.raises(error, match=match):
+        Q.torchao_supports(version)
+
+
+def test_payload_finds_the_integer_data_inside_a_quantized_weight():
+    ao = pytest.importorskip("torchao.quantization")
+    block = Q.transformer_mlp(64)
+    ao.quantize_(block, ao.Int8WeightOnlyConfig(set_inductor_config=False))
+    data = Q.payload(block[0].weight)
+    assert data.dtype == torch.int8 and tuple(data.shape) == (256, 64)
+    plain = torch.arange(6, dtype=torch.uint8)
+    assert Q.payload(plain) is plain
+    with pytest.raises(ValueError, match="holds no integer data"):
+        Q.payload(torch.ones(3))
+    with pytest.raises(TypeError, match="weight must be Tensor"):
+        Q.payload([1, 2])

@@ -2,7 +2,9 @@
 
 - :func:`shown_warnings` prints warnings without machine paths;
 - :func:`captured_logs` records what named loggers emit instead of letting them print;
-- :func:`show_error` runs a call that must fail and prints its error in one stable line.
+- :func:`show_error` runs a call that must fail and prints its error in one stable line;
+- :func:`skipped` prints the one line a section prints instead of running, when this run lacks
+  what it needs (a library release, a device).
 
 A warning printed by Python carries the path of the cell's temporary file
 (``/tmp/ipykernel_<pid>/<n>.py``), which changes on every run and machine. nbval compares
@@ -27,7 +29,10 @@ from typing import Any
 
 from tricks_helpers._checks import check_callable, check_type
 
-__all__ = ["shown_warnings", "captured_logs", "show_error"]
+__all__ = ["shown_warnings", "captured_logs", "show_error", "skipped", "SKIPPED_PREFIX"]
+
+#: How every skipped-section line starts (runners count the lines that begin with it).
+SKIPPED_PREFIX = "[skipped] "
 
 
 def _error_categories(options: list[str]) -> list[type[Warning]]:
@@ -189,3 +194,35 @@ def show_error(
         f"show_error: expected {names}{f' ({label})' if label else ''}, "
         f"but the call returned normally"
     )
+
+
+def skipped(section: str, needs: str, have: str, *, stream=None) -> str:
+    """Print and return the one line a section shows instead of running (chapter 07 on).
+
+    The line is ``[skipped] <section>: needs <needs>, this run has <have>``, e.g.
+    ``[skipped] int4 weight-only rows: needs torchao >= 0.18, this run has torchao 0.16.0``.
+    It always begins with :data:`SKIPPED_PREFIX` and is one line, so a runner can count a
+    chapter's skipped sections by the lines of its outputs that begin with that prefix.
+
+    Args:
+        section: what is not run, in words (one line, not empty).
+        needs: what it needs (``"torchao >= 0.18"``; one line, not empty).
+        have: what this run has instead (``"torchao 0.16.0"``; one line, not empty).
+        stream: where to print (default ``sys.stdout``).
+
+    Returns:
+        The line printed, without its newline.
+
+    Raises:
+        TypeError: when an argument is not a string.
+        ValueError: when one is empty (or only blanks) or holds a line break.
+    """
+    for name, value in (("section", section), ("needs", needs), ("have", have)):
+        check_type("skipped", name, value, str)
+        if not value.strip():
+            raise ValueError(f"skipped: {name} must not be empty")
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"skipped: {name} must be one line, got {value!r}")
+    line = f"{SKIPPED_PREFIX}{section}: needs {needs}, this run has {have}"
+    print(line, file=sys.stdout if stream is None else stream)
+    return line

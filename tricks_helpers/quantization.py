@@ -7,13 +7,16 @@ A latency verdict is a measurement; what explains it does not change from machin
 - :func:`weight_bytes`: the bytes of the tensors a model holds (weights, biases, scales, zero
   points), counting the int8/int4 payloads inside quantized tensor subclasses and legacy
   packed parameters: what one forward pass must read at least once;
+- :func:`payload`: the integer data inside a quantized weight, whichever tensor subclass a
+  torchao release wraps it in;
 - :func:`matmul_flops`: the floating-point *and integer* matrix-multiply operations of a call,
   counted by :class:`torch.utils.flop_counter.FlopCounterMode`, which knows ``aten.mm`` and
   ``aten.addmm`` but not the quantized kernels; they are added here through its
   ``custom_mapping``, so the counts show that quantization keeps the multiply-adds and
   changes the kernel that does them;
-- :data:`TORCHAO_NEEDED` and :func:`require_torchao`: which parts of chapter 07 need which
-  torchao release, said plainly before an import fails deep inside torchao;
+- :data:`TORCHAO_NEEDED`, :func:`torchao_supports`, :func:`torchao_needs` and
+  :func:`require_torchao`: which sections of chapter 07 need which torchao release, decided
+  section by section before an import fails deep inside torchao;
 - :func:`profiled_kernels`: the matrix-multiply kernels that actually ran, read from
   :mod:`torch.profiler` events (this sees inside ``torch.compile``-d graphs, which
   ``FlopCounterMode`` does not), and :func:`kernel_kind` to say whether each is a float,
@@ -35,12 +38,13 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from tricks_helpers._checks import check_callable, check_int, check_type
+from tricks_helpers._checks import check_callable, check_choice, check_int, check_type
 from tricks_helpers.memory.peaks import without_profiler_backend_lines
 
 __all__ = [
     "transformer_mlp",
     "weight_bytes",
+    "payload",
     "matmul_flops",
     "profiled_kernels",
     "kernel_kind",
@@ -48,17 +52,37 @@ __all__ = [
     "INT4_KERNELS",
     "FLOAT_KERNELS",
     "TORCHAO_NEEDED",
+    "torchao_supports",
+    "torchao_needs",
     "require_torchao",
 ]
 
-#: What chapter 07 needs from torchao: (what, the name it imports, the first release that has
-#: it). Read from the wheels of torchao 0.13 to 0.18 (``scripts/torchao_api.json``, checked by
-#: ``tests/scripts/test_torchao_api.py``): every other name the chapter imports is in 0.13 and
-#: later.
-TORCHAO_NEEDED = (
-    ("the int4 weight-only rows", "PrototypeInt4WeightOnlyConfig", "0.18"),
-    ("the other sections", "quantize_, the int8 configs, PT2E, QATConfig", "0.13"),
-)
+#: What chapter 07 needs from torchao, section by section: section -> (the first torchao
+#: release with every name the section imports and every keyword it passes them, those names).
+#: The one source of what runs where: read from the wheels of torchao 0.13 to 0.18
+#: (``scripts/torchao_api.json``, names and keywords; ``tests/scripts/test_torchao_api.py``
+#: checks each release here against that record). The sections whose release is the oldest
+#: here hold the recipe and are required (:func:`require_torchao` refuses an older torchao);
+#: every other one is skipped, with one ``[skipped]`` line, where :func:`torchao_supports`
+#: says this torchao lacks it.
+TORCHAO_NEEDED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "int8 quantize_": (
+        "0.13",
+        ("quantize_", "Int8WeightOnlyConfig", "Int8DynamicActivationInt8WeightConfig"),
+    ),
+    "PT2E static int8": ("0.13", ("prepare_pt2e", "convert_pt2e", "x86_inductor_quantizer")),
+    "QAT": ("0.13", ("QATConfig", "IntxFakeQuantizeConfig")),
+    "int4 weight-only": ("0.18", ("PrototypeInt4WeightOnlyConfig",)),
+    # Int4WeightOnlyConfig's int4_packing_format keyword was packing_format in 0.13.
+    "configs without a CPU path": (
+        "0.14",
+        (
+            "Int4WeightOnlyConfig",
+            "Float8DynamicActivationFloat8WeightConfig",
+            "IntxWeightOnlyConfig",
+        ),
+    ),
+}
 
 #: Profiler names of int8 matrix-multiply kernels (eager and Inductor-lowered).
 INT8_KERNELS = frozenset(
@@ -182,6 +206,39 @@ def weight_bytes(model: nn.Module | Mapping[str, Any]) -> int:
             alive.append(t)
             seen[key] = max(seen.get(key, 0), nbytes)
     return sum(seen.values())
+
+
+def payload(weight: torch.Tensor) -> torch.Tensor:
+    """The integer payload of a quantized weight: its largest integer tensor inside.
+
+    torchao releases wrap the same data differently (torchao 0.18's ``Int8Tensor`` keeps it
+    as ``.qdata``; before, ``AffineQuantizedTensor`` kept it as ``.tensor_impl.int_data``):
+    this reads it through ``__tensor_flatten__``, whatever the subclass, so a chapter can show
+    the stored dtype and shape (``int8`` weights, or two 4-bit weights per ``uint8``) on any
+    release.
+
+    Args:
+        weight: a quantized weight (a tensor subclass) or a plain tensor.
+
+    Returns:
+        The inner tensor of an integer dtype with the most elements (the weight itself when
+        it is a plain integer tensor).
+
+    Raises:
+        TypeError: when ``weight`` is not a tensor.
+        ValueError: when it holds no integer tensor (e.g. a float weight).
+    """
+    check_type("payload", "weight", weight, torch.Tensor)
+    found = [
+        t
+        for t in _plain_tensors(weight)
+        if not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool
+    ]
+    if not found:
+        raise ValueError(
+            f"payload: a {type(weight).__name__} of dtype {weight.dtype} holds no integer data"
+        )
+    return max(found, key=lambda t: t.numel())
 
 
 def _linear_like_flops(x_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
@@ -310,28 +367,81 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def require_torchao(version: str) -> None:
-    """Raise a plain message when the installed torchao is too old for chapter 07.
+def _checked_release(where: str, version: str) -> tuple[int, ...]:
+    check_type(where, "version", version, str)
+    have = _release(version)
+    if not have:
+        raise ValueError(f"{where}: version must start with a number, got {version!r}")
+    return have
+
+
+def torchao_supports(version: str) -> dict[str, bool]:
+    """Which sections of chapter 07 a torchao release runs: section -> True/False.
+
+    A section runs when ``version`` is at least the release :data:`TORCHAO_NEEDED` names for
+    it (local tags such as ``+cu126`` and pre-release suffixes are ignored: ``0.18.0rc1``
+    counts as ``0.18.0``).
 
     Args:
         version: ``torchao.__version__``.
 
+    Returns:
+        Every section of :data:`TORCHAO_NEEDED`, in its order, with whether it runs.
+
     Raises:
         TypeError: if ``version`` is not a string.
         ValueError: if it does not start with a number.
-        RuntimeError: if it is older than a release in :data:`TORCHAO_NEEDED`; the message
-            names each part of the chapter that needs a newer torchao, the name it imports,
-            and what to install (torchao 0.18 needs torch 2.11 or newer).
     """
-    check_type("require_torchao", "version", version, str)
-    have = _release(version)
-    if not have:
-        raise ValueError(f"require_torchao: version must start with a number, got {version!r}")
-    short = [(what, name, need) for what, name, need in TORCHAO_NEEDED if have < _release(need)]
-    if short:
-        lines = [f"- {what} need torchao >= {need} ({name})" for what, name, need in short]
-        raise RuntimeError(
-            f"This chapter needs a newer torchao than {version}:\n"
-            + "\n".join(lines)
-            + "\nInstall torchao>=0.18 (it needs torch >= 2.11), then restart the runtime."
-        )
+    have = _checked_release("torchao_supports", version)
+    return {section: have >= _release(need) for section, (need, _) in TORCHAO_NEEDED.items()}
+
+
+def torchao_needs(section: str) -> str:
+    """What a section of chapter 07 needs, in words: ``"torchao >= 0.18"``.
+
+    Raises:
+        TypeError: if ``section`` is not a string.
+        ValueError: if it is not a section of :data:`TORCHAO_NEEDED` (the message lists them).
+    """
+    check_type("torchao_needs", "section", section, str)
+    check_choice("torchao_needs", "section", section, list(TORCHAO_NEEDED))
+    return f"torchao >= {TORCHAO_NEEDED[section][0]}"
+
+
+def require_torchao(version: str) -> dict[str, bool]:
+    """Refuse a torchao too old for chapter 07's recipe; else say which sections it runs.
+
+    The required sections are those whose release in :data:`TORCHAO_NEEDED` is the oldest
+    there (the recipe's ``quantize_`` and int8 configs among them): below it the chapter
+    cannot run at all, and this raises before an import fails deep inside torchao. From it
+    on, the chapter runs, and each section that needs a newer release is skipped.
+
+    Args:
+        version: ``torchao.__version__``.
+
+    Returns:
+        :func:`torchao_supports` of ``version`` (every required section is True).
+
+    Raises:
+        TypeError: if ``version`` is not a string.
+        ValueError: if it does not start with a number.
+        RuntimeError: if it is older than the required release; the message names each
+            section that needs a newer torchao, the names it imports, and what to install.
+    """
+    _checked_release("require_torchao", version)
+    runs = torchao_supports(version)
+    releases = [need for need, _ in TORCHAO_NEEDED.values()]
+    floor, newest = min(releases, key=_release), max(releases, key=_release)
+    if all(runs[s] for s, (need, _) in TORCHAO_NEEDED.items() if need == floor):
+        return runs
+    lines = [
+        f"- {section} needs torchao >= {need} ({', '.join(names)})"
+        for section, (need, names) in TORCHAO_NEEDED.items()
+        if not runs[section]
+    ]
+    raise RuntimeError(
+        f"This chapter needs a newer torchao than {version}:\n"
+        + "\n".join(lines)
+        + f"\nInstall torchao>={floor} (torchao>={newest} runs every section; 0.18 needs torch"
+        " >= 2.11), then restart the runtime."
+    )
