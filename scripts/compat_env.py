@@ -37,7 +37,7 @@ def torch_minor(version: str) -> str:
     """
     if not isinstance(version, str):
         raise TypeError(f"torch_minor: version must be a string, got {version!r}")
-    if not _RELEASE.match(version):
+    if not _RELEASE.fullmatch(version):
         raise ValueError(f"torch_minor: {version!r} is not a torch release such as 2.10.0")
     return ".".join(version.split("+")[0].split(".")[:2])
 

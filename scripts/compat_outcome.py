@@ -124,11 +124,13 @@ def entry(nb: Any, seconds: float, error: str, date: str, commit: str) -> dict[s
     """
     failed = failed_cell(nb) if nb is not None else None
     status = "failed" if error or failed else "ran"
+    if status == "failed":
+        error = failed[1] if failed else error.splitlines()[0][:300]
     return {
         "status": status,
         "seconds": round(float(seconds), 1),
         "failed_cell": failed[0] if failed else None,
-        "error": (failed[1] if failed else error.splitlines()[0][:300]) if status == "failed" else "",
+        "error": error if status == "failed" else "",
         "skipped": skipped_sections(nb) if nb is not None else [],
         "code_sha256": code_digest(nb) if nb is not None else None,
         "date": date,

@@ -124,7 +124,7 @@ def run_compat(
     old = read_record(target) if partial and target.exists() else None
     if old is not None:
         check_header(old, header)  # before running anything: a merge that cannot be made
-    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    date = datetime.datetime.now(datetime.UTC).date().isoformat()
     width = max(len(Path(p).stem) for p in paths)
     chapters: dict[str, dict[str, Any]] = {}
     lines = []

@@ -1,7 +1,7 @@
 """The one notebook runner: execute the book's chapters, record every comparison they show.
 
     python scripts/run_notebooks.py [NOTEBOOK ...]                 book: execute in place
-    python scripts/run_notebooks.py --no-write --keep-going [...]  try: run only (make newest)
+    python scripts/run_notebooks.py --no-write --keep-going [...]  try: run only
     python scripts/run_notebooks.py --survey [NOTEBOOK ...]        survey (make survey)
     python scripts/run_notebooks.py --compare [REFERENCE.json]     survey-compare
     python scripts/run_notebooks.py --compat 2.10.0 [NOTEBOOK ...] compat (make compat)
@@ -20,7 +20,7 @@ on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
   results page and ``--compare`` read), with this machine's limits
   (:func:`tricks_helpers.limits.measure_limits`, about 2.5 s, measured once before the first
   notebook).
-- ``try`` (``--no-write``, ``make newest``): nothing is written, neither notebook nor records:
+- ``try`` (``--no-write``): nothing is written, neither notebook nor records:
   it checks that every chapter still runs, e.g. under another torch.
 - ``survey`` (``--survey``, ``make survey``): nothing under ``book/`` is written; every chapter
   runs (a failure never stops the survey), and every chapter, failed ones with their error, goes
