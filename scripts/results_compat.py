@@ -56,6 +56,13 @@ def _column(record: Mapping[str, Any]) -> str:
     return cell_text(f"torch {record['torch']} (torchao {record['torchao']})")
 
 
+def _row(record: Mapping[str, Any]) -> str:
+    requirement = record["torchao_requirement"]
+    if requirement == "torchao":  # compat_env: a release without a row gets torchao unbounded
+        return "unbounded (TORCHAO\\_FOR\\_TORCH has no row for this release)"
+    return f"from the row {cell_text(requirement)}"
+
+
 def render_compat(records: list[Mapping[str, Any]], digests: Mapping[str, str]) -> list[str]:
     """The section's markdown lines (none without records).
 
@@ -96,8 +103,8 @@ def render_compat(records: list[Mapping[str, Any]], digests: Mapping[str, str]) 
         commits = sorted({e["commit"] for e in r["chapters"].values()})
         out.append(
             f"- torch {cell_text(r['torch'])}: machine {cell_text(r['machine'])}, Python "
-            f"{cell_text(r['python'])}, torchao {cell_text(r['torchao'])} from the row "
-            f"{cell_text(r['torchao_requirement'])}; run {cell_text(', '.join(dates))} at "
+            f"{cell_text(r['python'])}, torchao {cell_text(r['torchao'])} {_row(r)}; run "
+            f"{cell_text(', '.join(dates))} at "
             f"commit {cell_text(', '.join(commits))}"
         )
     out += [

@@ -44,6 +44,10 @@ def test_no_record_no_section_and_only_recorded_releases_are_columns():
     assert results_compat.render_compat([], NOW) == []
     text = "\n".join(results_compat.render_compat([record("2.15.0")], NOW))
     assert "torch 2.15.0" in text and "2.10.0" not in text and "2.13.0" not in text
+    assert "from the row torchao&gt;=0.16,&lt;0.17;" in text
+    unbounded = record("2.15.0", torchao_requirement="torchao")
+    text = "\n".join(results_compat.render_compat([unbounded], NOW))
+    assert "torchao 0.16.0 unbounded (TORCHAO\\_FOR\\_TORCH has no row for this release)" in text
 
 
 def test_a_contributed_string_stays_text():
