@@ -19,8 +19,13 @@
 #   make audit     audit the stored notebooks (order, errors, share compared, figures, verdict lines)
 #   make lint      ruff check + ruff format --check (make format applies both fixes)
 #   make canary    run the notebooks with DeprecationWarning/FutureWarning as errors
-#   make newest    execute every notebook (no output comparison, nothing written) under the newest
-#                  torch the registry serves (NEWEST_TORCH, in its own venv .venv-newest, ~6 GB)
+#   make compat TORCH=2.10.0   execute every chapter (or NB) under that torch release and its
+#                  torchao row (scripts/colab_cell.py TORCHAO_FOR_TORCH), no output comparison:
+#                  one line per chapter (ran / sections skipped, why / failed at code cell N);
+#                  writes results/compat/torch-<TORCH>.json (NB: only those chapters' entries).
+#                  Its own venv .venv-compat-<TORCH> (a CUDA build: ~4 GB; the pinned torch of
+#                  requirements.txt uses .venv); the machine's pip cap is lifted for it only
+#   make newest    make compat TORCH=$(NEWEST_TORCH), the newest torch the registry serves
 #   make lock      regenerate constraints.txt (every package of .venv, pinned) from .venv
 #   make release-check   the release ref, package version and stamped Colab cells agree
 #                  (RELEASE_FLAGS=--publishing also requires the tag to exist)
@@ -31,11 +36,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 NB     ?=
 
-# The newest torch release pip serves on this machine (capped at 2.14.1 here). Override with
-# `make newest NEWEST_TORCH=2.15.0` where the registry serves a newer one.
-NEWEST_TORCH ?= 2.14.1
-NEWEST_VENV  := .venv-newest
-NEWEST_STAMP := $(NEWEST_VENV)/.installed-stamp-$(NEWEST_TORCH)
+# The newest torch release the registry serves (`make newest`; the compat venv lifts this
+# machine's pip cap, so it is the registry's, not the cap's).
+NEWEST_TORCH ?= 2.15.0
+# `make compat TORCH=...`: the torch release to run the chapters under. The release pinned in
+# requirements.txt runs in .venv itself; any other in .venv-compat-<TORCH>.
+TORCH        ?= $(NEWEST_TORCH)
+PINNED_TORCH := $(shell sed -n 's/^torch==//p' requirements.txt)
+COMPAT_VENV  := $(if $(filter $(PINNED_TORCH),$(TORCH)),$(VENV),.venv-compat-$(TORCH))
+COMPAT_DEP   := $(if $(filter $(PINNED_TORCH),$(TORCH)),$(STAMP),$(COMPAT_VENV)/.compat-stamp)
+# /etc/pip.conf caps torch (global.constraint = a file with torch<=2.14.1). An environment
+# variable beats a config file, so PIP_CONSTRAINT=/dev/null lifts the cap for these pip calls
+# only (PIP_CONSTRAINT= does not: pip ignores an empty variable). `pip config debug` shows it.
+COMPAT_PIP    = PIP_CONSTRAINT=/dev/null .venv-compat-$*/bin/python -m pip
 
 # Where pip finds torch. Empty: the package index pip is configured with (on Linux, PyPI serves
 # the multi-GB CUDA build). `make book TORCH_INDEX=https://download.pytorch.org/whl/cpu` takes
@@ -52,7 +65,7 @@ export MPLCONFIGDIR := $(abspath $(VENV))/mplconfig
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
-.PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest \
+.PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest compat \
 	browser-deps clean lock release-check survey survey-compare pdf shapes actionlint
 
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
@@ -163,20 +176,25 @@ markers: venv
 canary: venv
 	$(BIN)/python scripts/deprecation_canary.py $(NB)
 
-# Its own venv: the book's pins (not constraints.txt: a newer torch may need newer
-# dependencies), except torch (NEWEST_TORCH, a CUDA build of ~5.5 GB on x86_64).
-$(NEWEST_STAMP): requirements.txt pyproject.toml
-	$(PYTHON) -m venv $(NEWEST_VENV)
-	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade pip
-	grep -v '^torch==' requirements.txt > $(NEWEST_VENV)/requirements-newest.txt
-	$(NEWEST_VENV)/bin/python -m pip install --quiet "torch==$(NEWEST_TORCH)" \
-		-r $(NEWEST_VENV)/requirements-newest.txt
-	$(NEWEST_VENV)/bin/python -m pip install --quiet --no-deps -e .
-	rm -f $(NEWEST_VENV)/.installed-stamp-*
+# A compat venv: torch==TORCH, torchao from that release's row of TORCHAO_FOR_TORCH (the one
+# source, read by scripts/compat_env.py; no row: unbounded, as the Colab cell installs), every
+# other requirement of requirements.txt (not constraints.txt: another torch may need other
+# dependencies), the package --no-deps. The stamp is written last: a venv with it is complete
+# and reused (delete the folder to rebuild).
+.venv-compat-%/.compat-stamp: requirements.txt
+	$(PYTHON) -m venv .venv-compat-$*
+	$(COMPAT_PIP) install --quiet --upgrade pip
+	grep -v -E '^(torch|torchao)==' requirements.txt > .venv-compat-$*/requirements-compat.txt
+	AO="$$($(PYTHON) scripts/compat_env.py $*)" && $(COMPAT_PIP) install --quiet "torch==$*" \
+		"$$AO" -r .venv-compat-$*/requirements-compat.txt
+	$(COMPAT_PIP) install --quiet --no-deps -e .
 	touch $@
 
-newest: $(NEWEST_STAMP)
-	$(NEWEST_VENV)/bin/python scripts/run_notebooks.py --no-write --keep-going $(NB)
+compat: $(COMPAT_DEP)
+	$(COMPAT_VENV)/bin/python scripts/run_notebooks.py --compat $(TORCH) $(NB)
+
+newest:
+	$(MAKE) compat TORCH=$(NEWEST_TORCH) NB="$(NB)"
 
 clean:
 	rm -rf _build

@@ -14,6 +14,9 @@ checked against the results schema (``results_schema``) before anything reads it
 string from one is written as text (``results_machines.cell_text``): a contributed file is
 data, never markup.
 
+The page ends with the compatibility table, chapter by torch release, from the records of
+``make compat`` (``results/compat/``, ``results_compat``), each checked against its schema first.
+
 Nothing on the page is typed: every row is a measured verdict a chapter recorded or printed,
 beside the machine card of that chapter (torch, device, CPU, threads, GPU, bf16, the date it
 was executed and the commit); a comparison printed both ways is kept once. The side-by-side
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from find_notebooks import ROOT, chapter_notebooks
 from results_claims import render_claims
+from results_compat import compat_section
 from results_machines import (
     cell_text,
     machine_files,
@@ -132,8 +136,11 @@ def _card_line(ch: Chapter) -> str:
     return text + f". Chapter: {{doc}}`{ch.notebook}`."
 
 
-def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
-    """The results page as MyST markdown (``machines``: results files, the reference first)."""
+def render(
+    chapters: list[Chapter], machines: list[dict] | None = None, compat: list[str] | None = None
+) -> str:
+    """The results page as MyST markdown (``machines``: results files, the reference first;
+    ``compat``: the compatibility section's lines, ``results_compat.compat_section``)."""
     rows = [r for ch in chapters for r in ch.rows]
     out = [
         "# Results: which tricks paid off where",
@@ -202,6 +209,7 @@ def render(chapters: list[Chapter], machines: list[dict] | None = None) -> str:
     out += render_claims(machines or [])
     if machines and len(machines) > 1:
         out += render_machines(machines, _titles(chapters))
+    out += compat or []
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -224,11 +232,17 @@ def _titles(chapters: list[Chapter]) -> dict[str, str]:
     return {ch.notebook: _plain_title(ch.title) for ch in chapters}
 
 
-def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> list[str]:
+def stale(
+    chapters: list[Chapter],
+    book: Path,
+    machines: list[dict] | None = None,
+    compat: list[str] | None = None,
+) -> list[str]:
     """Why the committed page or charts do not match the stored outputs (empty: up to date)."""
     problems = stale_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
-    if (page.read_text(encoding="utf-8") if page.exists() else "") != render(chapters, machines):
+    text = page.read_text(encoding="utf-8") if page.exists() else ""
+    if text != render(chapters, machines, compat):
         problems.append(f"{PAGE_NAME} differs from the stored outputs")
     chart = book / CHART_NAME
     if any(ch.rows for ch in chapters):
@@ -239,12 +253,17 @@ def stale(chapters: list[Chapter], book: Path, machines: list[dict] | None = Non
     return problems
 
 
-def write(chapters: list[Chapter], book: Path, machines: list[dict] | None = None) -> None:
+def write(
+    chapters: list[Chapter],
+    book: Path,
+    machines: list[dict] | None = None,
+    compat: list[str] | None = None,
+) -> None:
     """Write the page and (re)draw the charts, atomically."""
     write_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
     tmp = page.with_suffix(".md.tmp")
-    tmp.write_text(render(chapters, machines), encoding="utf-8")
+    tmp.write_text(render(chapters, machines, compat), encoding="utf-8")
     tmp.replace(page)
     chart = book / CHART_NAME
     if any(ch.rows for ch in chapters):
@@ -261,7 +280,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     args = parser.parse_args(argv)
     try:
         machines = machine_files(root)  # each file checked against the results schema first
-    except ValueError as exc:
+        compat = compat_section(root, chapter_notebooks(root))  # each record checked too
+    except (TypeError, ValueError) as exc:
         print(f"results_page: {exc}; nothing written", file=sys.stderr)
         return 1
     if not (machines and machines[0]["source"] == "book"):
@@ -271,13 +291,13 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         apply_records(chapters, machines[0])
     book = root / "book"
     if args.check:
-        problems = stale(chapters, book, machines)
+        problems = stale(chapters, book, machines, compat)
         for problem in problems:
             print(f"results_page: {problem}; run `python scripts/results_page.py`", file=sys.stderr)
         if not problems:
             print("results_page: book/results.md and its chart are up to date")
         return 1 if problems else 0
-    write(chapters, book, machines)
+    write(chapters, book, machines, compat)
     print(
         f"results_page: wrote book/{PAGE_NAME}"
         + (f" and book/{CHART_NAME}" if any(ch.rows for ch in chapters) else "")

@@ -1,9 +1,10 @@
 """The one notebook runner: execute the book's chapters, record every comparison they show.
 
     python scripts/run_notebooks.py [NOTEBOOK ...]                 book: execute in place
-    python scripts/run_notebooks.py --no-write --keep-going [...]  try: run only (make newest)
+    python scripts/run_notebooks.py --no-write --keep-going [...]  try: run only
     python scripts/run_notebooks.py --survey [NOTEBOOK ...]        survey (make survey)
     python scripts/run_notebooks.py --compare [REFERENCE.json]     survey-compare
+    python scripts/run_notebooks.py --compat 2.10.0 [NOTEBOOK ...] compat (make compat)
 
 Chapters come from ``_toc.yml`` in reading order (:func:`find_notebooks.notebooks_from_args`)
 unless named. Every chapter runs the same way in every mode (:func:`run_chapter`): in memory,
@@ -19,12 +20,17 @@ on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
   results page and ``--compare`` read), with this machine's limits
   (:func:`tricks_helpers.limits.measure_limits`, about 2.5 s, measured once before the first
   notebook).
-- ``try`` (``--no-write``, ``make newest``): nothing is written, neither notebook nor records:
+- ``try`` (``--no-write``): nothing is written, neither notebook nor records:
   it checks that every chapter still runs, e.g. under another torch.
 - ``survey`` (``--survey``, ``make survey``): nothing under ``book/`` is written; every chapter
   runs (a failure never stops the survey), and every chapter, failed ones with their error, goes
   to ``results/<machine-id>-survey.json`` (:func:`machine_records.results_path`: beside the
   book's records, never over them) with the limits.
+- ``compat`` (``--compat TORCH``, ``make compat``): nothing under ``book/`` is written; every
+  chapter runs under this environment's torch (which must be release ``TORCH``), one line each
+  (ran / sections skipped, with why / failed at code cell N), and the outcomes go to
+  ``results/compat/torch-<TORCH>.json`` (``scripts/compat_run.py``). Exits 1 when a chapter
+  failed (its record is written all the same).
 - ``compare`` (``--compare``, ``make survey-compare``): runs nothing; prints, line by line,
   where this machine's survey verdicts agree with the reference (the one results file whose
   ``source`` is ``"book"``, or the file named).
@@ -75,6 +81,7 @@ class Outcome:
     error: str = ""  # empty when every cell ran and every record was read
     records: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
+    nb: Any = field(default=None, repr=False, compare=False)  # the executed notebook, or None
 
     @property
     def ok(self) -> bool:
@@ -199,7 +206,7 @@ def run_chapter(
         nbformat.write(done.nb, tmp_path)
         tmp_path.replace(path)
     error = "; ".join(e for e in (done.error, problem) if e)
-    return Outcome(path.name, done.seconds, error, records, claims)
+    return Outcome(path.name, done.seconds, error, records, claims, done.nb)
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -344,6 +351,13 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
         help="run every chapter in memory; write results/<machine-id>-survey.json",
     )
     modes.add_argument(
+        "--compat",
+        default=None,
+        metavar="TORCH",
+        help="run every chapter under this torch release; one line each; write "
+        "results/compat/torch-TORCH.json (make compat)",
+    )
+    modes.add_argument(
         "--compare",
         nargs="?",
         const="",
@@ -367,6 +381,17 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"run_notebooks: {exc}", file=sys.stderr)
         return 1
+    if args.compat is not None:
+        import compat_run
+
+        try:
+            entries, _ = compat_run.run_compat(
+                paths, args.compat, root=root, runner=run_chapter, partial=bool(args.notebooks)
+            )
+        except (TypeError, ValueError) as exc:
+            print(f"run_notebooks: {exc}", file=sys.stderr)
+            return 1
+        return 0 if all(e["status"] == "ran" for e in entries.values()) else 1
     mode = "try" if args.no_write else "survey" if args.survey else "book"
     outcomes, written = run(paths, mode, results=results, keep_going=args.keep_going)
     for path in written:
