@@ -90,6 +90,26 @@ def test_source_commit_in_this_checkout_is_head(repo_root):
     assert env.source_commit().split()[0] == head.stdout.strip()
 
 
+def test_source_commit_counts_code_changes_not_outputs(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    pkg = tmp_path / "tricks_helpers"
+    pkg.mkdir()
+    files = [pkg / "x.py", tmp_path / "book" / "01.ipynb", tmp_path / "results" / "r.json"]
+    for f in files:
+        f.parent.mkdir(exist_ok=True)
+        f.write_text("0")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    for f in files[1:]:  # outputs being made: a notebook, a record
+        f.write_text("1")
+    assert not env.source_commit(pkg).endswith("(+ uncommitted changes)")
+    files[0].write_text("1")  # code
+    assert env.source_commit(pkg).endswith("(+ uncommitted changes)")
+
+
 def test_source_commit_outside_a_checkout(tmp_path):
     pkg = tmp_path / "site" / "tricks_helpers"
     pkg.mkdir(parents=True)

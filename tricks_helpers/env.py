@@ -404,9 +404,10 @@ def source_commit(package_dir: Path | None = None) -> str:
     """The commit of the ``tricks_helpers`` code this process runs (a card line).
 
     In a git checkout (``make venv`` installs the package editable): the short commit of
-    ``HEAD``, plus ``(+ uncommitted changes)`` when files other than notebooks differ from it
-    (notebooks are the outputs being made). Installed from git (the Colab set-up cell): the
-    commit pip recorded. Otherwise ``"unknown"``. Never raises.
+    ``HEAD``, plus ``(+ uncommitted changes)`` when files other than notebooks and ``results/``
+    differ from it (notebooks and the records in ``results/`` are the outputs being made).
+    Installed from git (the Colab set-up cell): the commit pip recorded. Otherwise
+    ``"unknown"``. Never raises.
     """
     import importlib.metadata
     import json
@@ -423,6 +424,7 @@ def source_commit(package_dir: Path | None = None) -> str:
                 "--",
                 ".",
                 ":(exclude)*.ipynb",
+                ":(exclude)results",
             )
             return head + (" (+ uncommitted changes)" if dirty else "")
     try:
