@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from compat_schema import COMPAT_SCHEMA_VERSION, check_compat, file_name
+from results_schema import read_json
 
 __all__ = [
     "FOLDER",
@@ -96,10 +97,6 @@ def record_path(folder: str | Path, release: str) -> Path:
     return Path(folder) / file_name(release)
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def read_record(path: str | Path) -> dict[str, Any]:
     """Read and check one record; its file name must be ``torch-<its torch_release>.json``.
 
@@ -108,10 +105,7 @@ def read_record(path: str | Path) -> dict[str, Any]:
             release; TypeError: on a value of the wrong type.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}: not JSON ({exc})") from exc
+    data = read_json(path)
     check_compat(data, path.name)
     if path.name != file_name(data["torch_release"]):
         raise ValueError(

@@ -26,7 +26,7 @@ from typing import Any
 
 from results_schema import SOURCES as _SOURCES
 from results_schema import STATUSES as _STATUSES
-from results_schema import check_results, file_name
+from results_schema import check_results, file_name, read_json
 from tricks_helpers._checks import check_int, check_number, check_type
 from tricks_helpers.bench.records import SCHEMA_VERSION, validate_record
 
@@ -299,15 +299,8 @@ def read_results(path: str | Path) -> dict[str, Any]:
         ValueError: when it is not JSON or not valid (see :func:`validate_results`).
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}: not JSON ({exc})") from exc
+    data = read_json(path)
     return validate_results(data, path.name)
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def results_path(folder: str | Path, machine_id: str, source: str) -> Path:

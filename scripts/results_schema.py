@@ -30,6 +30,7 @@ exit status 1 when a file fails.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -282,6 +283,22 @@ def _error(name: str, error: jsonschema.ValidationError) -> Exception:
     message = error.message.replace(repr(error.instance), _short(error.instance))
     message = message if len(message) <= 300 else message[:297] + "..."
     return ValueError(f"{where}: {message}")
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in ``path``, refusing what strict JSON has not (``NaN``, ``Infinity``).
+
+    Raises:
+        ValueError: when the file is not JSON or holds such a constant (named by file).
+    """
+
+    def no_constant(name: str) -> None:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}: not JSON ({exc})") from exc
 
 
 def check_results(data: Any, name: str = "results") -> dict[str, Any]:
