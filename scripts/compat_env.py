@@ -84,11 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python scripts/compat_env.py TORCH_RELEASE", file=sys.stderr)
         return 2
     try:
-        requirement = torchao_requirement(args[0])
+        table = torchao_table()
+        requirement = torchao_requirement(args[0], table)
     except (TypeError, ValueError) as exc:
         print(f"compat_env: {exc}", file=sys.stderr)
         return 1
-    if not has_row(args[0]):
+    if not has_row(args[0], table):
         print(
             f"compat_env: no torchao row for torch {torch_minor(args[0])} in "
             f"{COLAB_CELL.name}'s {_TABLE_NAME}: torchao unbounded, as the Colab cell installs",

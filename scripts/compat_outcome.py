@@ -25,6 +25,10 @@ import hashlib
 import json
 from typing import Any
 
+from colab_cell import TAG as COLAB_TAG
+from notebook_cells import cell_tags, error_cell, output_text, stored_text
+from tricks_helpers.notebook import SKIPPED_PREFIX as SKIP_PREFIX
+
 __all__ = [
     "SKIP_PREFIX",
     "COLAB_TAG",
@@ -38,30 +42,20 @@ __all__ = [
     "line",
 ]
 
-#: The exact prefix of a skipped section's line in a cell's output.
-SKIP_PREFIX = "[skipped] "
-#: The Colab set-up cell's tag (``scripts/colab_cell.py``): left out of :func:`code_digest`.
-COLAB_TAG = "colab-setup"
+# SKIP_PREFIX (the exact prefix of a skipped section's line, what ``notebook.skipped`` prints)
+# and COLAB_TAG (the Colab set-up cell's tag, left out of :func:`code_digest`) are imported
+# from their one home above.
+_SHOWN = ("stream", "execute_result", "display_data")  # outputs that print or show text
 
 
 def _code_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
-def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value or "")
-
-
 def output_lines(cell: Any) -> list[str]:
     """The text lines a code cell printed or showed (streams, ``text/plain`` of results)."""
-    lines: list[str] = []
-    for out in cell.get("outputs", []):
-        kind = out.get("output_type")
-        if kind == "stream":
-            lines += _text(out.get("text")).splitlines()
-        elif kind in ("execute_result", "display_data"):
-            lines += _text(out.get("data", {}).get("text/plain")).splitlines()
-    return lines
+    outputs = [o for o in cell.get("outputs", []) if o.get("output_type") in _SHOWN]
+    return [line for out in outputs for line in output_text(out).splitlines()]
 
 
 def skipped_sections(nb: Any) -> list[dict[str, str]]:
@@ -87,22 +81,16 @@ def failed_cell(nb: Any) -> tuple[int, str] | None:
     Returns:
         None when no code cell holds an error output.
     """
-    for number, cell in enumerate(_code_cells(nb), start=1):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                message = _text(out.get("evalue")).strip().splitlines()
-                first = message[0][:300] if message else ""
-                return number, f"{out.get('ename') or 'Error'}: {first}".rstrip(": ")
-    return None
+    found = error_cell(nb.cells)
+    if found is None:
+        return None
+    number, name, first = found
+    return number, f"{name or 'Error'}: {first[:300]}".rstrip(": ")
 
 
 def code_digest(nb: Any) -> str:
     """SHA-256 (hex) of the code cells' sources, the Colab set-up cell left out, in order."""
-    sources = [
-        _text(c.source)
-        for c in _code_cells(nb)
-        if COLAB_TAG not in c.get("metadata", {}).get("tags", [])
-    ]
+    sources = [stored_text(c.source) for c in _code_cells(nb) if COLAB_TAG not in cell_tags(c)]
     payload = json.dumps(sources, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -9,14 +9,13 @@ it atomically; :func:`read_record` and :func:`read_all` check every record befor
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from compat_schema import COMPAT_SCHEMA_VERSION, check_compat, file_name
-from results_schema import read_json
+from results_schema import read_json, write_json
 
 __all__ = [
     "FOLDER",
@@ -148,8 +147,4 @@ def write_record(record: Mapping[str, Any], folder: str | Path) -> Path:
     check_compat(record, "record to write")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = record_path(folder, record["torch_release"])
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_json(record_path(folder, record["torch_release"]), record)

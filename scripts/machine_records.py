@@ -17,7 +17,6 @@ file, :func:`merge_results` replaces the chapters just run and keeps the others,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from typing import Any
 
 from results_schema import SOURCES as _SOURCES
 from results_schema import STATUSES as _STATUSES
-from results_schema import check_results, file_name, read_json
+from results_schema import check_results, file_name, read_json, write_json
 from tricks_helpers._checks import check_int, check_number, check_type
 from tricks_helpers.bench.records import SCHEMA_VERSION, validate_record
 
@@ -325,10 +324,7 @@ def write_results(data: Mapping[str, Any], folder: str | Path) -> Path:
     data = validate_results(dict(data))
     path = results_path(folder, data["machine"]["id"], data["source"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_json(path, data)
 
 
 def record_keys(records: list[Mapping[str, Any]]) -> dict[tuple[str, str, int], dict]:

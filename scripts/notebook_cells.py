@@ -3,7 +3,8 @@
 A notebook's JSON stores a cell's source and a stream's text either as one string or as a list
 of lines; a code cell may hold IPython lines (``%magic``, ``!shell``) that are not Python. Used
 by ``audit_notebooks``, ``audit_claims``, ``audit_recipes``, ``audit_device_branches``,
-``colab_runtime``, ``import_graph`` and ``results_rows``.
+``colab_runtime``, ``import_graph``, ``results_rows``, ``notebook_run``, ``compat_outcome`` and
+``torchao_api``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "stored_text",
     "output_text",
     "code_outputs",
+    "error_cell",
     "cell_tags",
     "ipython_blanked",
     "python_tree",
@@ -42,6 +44,25 @@ def code_outputs(cells: list[dict]) -> Iterator[tuple[int, dict]]:
         if cell.get("cell_type") == "code":
             for out in cell.get("outputs", []):
                 yield i, out
+
+
+def error_cell(cells: list[dict]) -> tuple[int, str | None, str] | None:
+    """The first error output's ``(code cell number, error name, first line of its message)``.
+
+    Code cells are counted from 1 in notebook order, markdown cells not counted: after a
+    top-to-bottom run, the ``[N]`` Jupyter shows beside the cell. The message line is uncut
+    (``""`` when the message is empty); the name is the output's ``ename`` as stored.
+
+    Returns:
+        None when no code cell holds an error output.
+    """
+    code_cells = [c for c in cells if c.get("cell_type") == "code"]
+    for number, cell in enumerate(code_cells, start=1):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                message = stored_text(out.get("evalue")).strip().splitlines()
+                return number, out.get("ename"), message[0] if message else ""
+    return None
 
 
 def cell_tags(cell: dict) -> set[str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from notebook_cells import error_cell
 from tricks_helpers._checks import check_int
 
 __all__ = ["Execution", "first_error", "execute_notebook"]
@@ -43,14 +44,11 @@ def first_error(nb: Any) -> str:
     Returns:
         That line (the message cut at 160 characters), or ``""`` when no cell holds an error.
     """
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    for index, cell in enumerate(code_cells, start=1):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                message = (out.get("evalue") or "").strip().splitlines()
-                first = message[0][:160] if message else ""
-                return f"code cell {index}: {out.get('ename')}: {first}"
-    return ""
+    found = error_cell(nb.cells)
+    if found is None:
+        return ""
+    number, name, first = found
+    return f"code cell {number}: {name}: {first[:160]}"
 
 
 def _first(exc: BaseException) -> str:

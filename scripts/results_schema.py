@@ -301,6 +301,15 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path.name}: not JSON ({exc})") from exc
 
 
+def write_json(path: Path, data: Any) -> Path:
+    """Write ``data`` to ``path`` as indented JSON with sorted keys, atomically (a temporary
+    name beside it, then a rename): a reader never sees half a file. Returns ``path``."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 def check_results(data: Any, name: str = "results") -> dict[str, Any]:
     """Check one results file's content against :data:`RESULTS_SCHEMA` and its records' sense.
 

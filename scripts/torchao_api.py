@@ -33,6 +33,7 @@ import zipfile
 from pathlib import Path
 
 from find_notebooks import ROOT
+from notebook_cells import ipython_blanked
 
 RECORD = ROOT / "scripts" / "torchao_api.json"
 CHAPTER_07 = ROOT / "book" / "07_quantization.ipynb"
@@ -97,7 +98,8 @@ def notebook_keywords(notebook: Path = CHAPTER_07) -> dict[str, list[str]]:
 
     The callables are the names its code cells import ``from torchao...`` (under their
     ``as`` name too); a call counts when its callee is one of them, by name. Magic lines
-    (``%``, ``!``) are left out before parsing.
+    (``%``, ``!``) are blanked before parsing (``notebook_cells.ipython_blanked``), so line
+    numbers are the cell's own.
 
     Returns:
         ``module.Name`` -> the sorted keywords passed to it in any call (``[]`` when it is
@@ -110,11 +112,7 @@ def notebook_keywords(notebook: Path = CHAPTER_07) -> dict[str, list[str]]:
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
-    trees = []
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            lines = [x for x in cell.source.splitlines() if not x.lstrip().startswith(("%", "!"))]
-            trees.append(ast.parse("\n".join(lines)))
+    trees = [ast.parse(ipython_blanked(c.source)) for c in nb.cells if c.cell_type == "code"]
     local: dict[str, str] = {}  # name in the notebook -> module.Name in torchao
     for tree in trees:
         for node in ast.walk(tree):

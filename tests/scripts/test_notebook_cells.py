@@ -7,6 +7,7 @@ import ast
 import audit_claims
 import audit_notebooks
 import audit_recipes
+import compat_outcome
 import notebook_cells as nc
 
 
@@ -37,6 +38,26 @@ def test_code_outputs_and_tags():
     assert nc.cell_tags(cells[2]) == {"recipe", "hide-input"} and nc.cell_tags(cells[1]) == set()
 
 
+def test_error_cell_counts_code_cells_from_one_and_keeps_the_whole_first_line():
+    long = "x" * 500
+    cells = [
+        {"cell_type": "markdown", "source": "# t"},
+        {"cell_type": "code", "source": "", "outputs": [{"output_type": "stream", "text": "ok"}]},
+        {"cell_type": "code", "source": "", "outputs": []},
+        {
+            "cell_type": "code",
+            "source": "",
+            "outputs": [
+                {"output_type": "error", "ename": "KeyError", "evalue": [long, "\nsecond"]}
+            ],
+        },
+        {"cell_type": "code", "source": "", "outputs": [{"output_type": "error", "ename": "E"}]},
+    ]
+    assert nc.error_cell(cells) == (3, "KeyError", long)
+    assert nc.error_cell(cells[4:]) == (1, "E", "")
+    assert nc.error_cell(cells[:3]) is None and nc.error_cell([]) is None
+
+
 def test_ipython_lines_are_blanked_and_line_numbers_kept():
     src = "%timeit f()\nx = 1\n  !ls\ny = x"
     assert nc.ipython_blanked(src) == "\nx = 1\n\ny = x"
@@ -46,6 +67,6 @@ def test_ipython_lines_are_blanked_and_line_numbers_kept():
 
 
 def test_the_audits_use_the_one_home():
-    for module in (audit_claims, audit_notebooks, audit_recipes):
+    for module in (audit_claims, audit_notebooks, audit_recipes, compat_outcome):
         for name in ("_text", "_python_tree", "_tree", "_output_text", "_tags", "_outputs"):
             assert not hasattr(module, name), f"{module.__name__}.{name}"

@@ -145,6 +145,15 @@ def test_nan_in_a_file_is_not_json(tmp_path):
         machine_records.read_results(path)
 
 
+def test_write_json_replaces_whole_and_reads_back(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text("old")
+    assert results_schema.write_json(path, {"b": 1, "a": [0.5]}) == path
+    assert path.read_text(encoding="utf-8") == '{\n "a": [\n  0.5\n ],\n "b": 1\n}\n'
+    assert results_schema.read_json(path) == {"a": [0.5], "b": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary left behind
+
+
 @pytest.mark.parametrize("machine_id", ["../escaped", "ABSOLUTE", "a/b", "..", "A-B", ""])
 def test_write_results_never_writes_outside_its_folder(tmp_path, machine_id):
     folder = tmp_path / "results"
