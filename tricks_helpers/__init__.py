@@ -12,6 +12,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.limits`: this machine's memory bandwidth and matmul throughput per dtype,
   measured once within a time budget (04, 07).
 - :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).
+- :mod:`tricks_helpers.fields`: what a record, a claim and a skipped-section line may hold,
+  checked where they are made (the results schema is built from it) (all).
 - :mod:`tricks_helpers.notebook`: output hygiene: warnings and logs without machine paths,
   expected errors in one line (all).
 - :mod:`tricks_helpers.seeding`: seeding and ``seed_worker`` (01): a face over

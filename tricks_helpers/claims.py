@@ -39,6 +39,7 @@ from tricks_helpers.bench.verdicts import (
     SLOWER,
     Comparison,
 )
+from tricks_helpers.fields import CLAIM, check_text, check_texts
 
 __all__ = [
     "HELD",
@@ -107,6 +108,7 @@ class Claim:
                 raise ValueError(f"Claim: {name} must be one non-empty line, got {value!r}")
         check_choice("Claim", "status", self.status, STATUSES)
         check_bool("Claim", "measured", self.measured)
+        check_texts("Claim", CLAIM, self.__dict__)  # the results file's limits, named
 
     def lines(self) -> list[str]:
         """The claim as the table prints it: status and advice, then its evidence."""
@@ -122,7 +124,7 @@ class Claim:
 
     def record(self, chapter: str) -> dict:
         """This claim as a plain dict with :data:`CLAIM_FIELDS` (for a results file)."""
-        check_type("Claim.record", "chapter", chapter, str)
+        check_text("Claim.record", "chapter", chapter, CLAIM["chapter"])
         return {"chapter": chapter, **{k: getattr(self, k) for k in CLAIM_FIELDS[1:]}}
 
 

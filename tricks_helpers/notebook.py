@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import logging
 import sys
 import warnings
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tricks_helpers._checks import check_callable, check_type
+from tricks_helpers.fields import SKIPPED, check_text
 
 __all__ = ["shown_warnings", "captured_logs", "show_error", "skipped", "SKIPPED_PREFIX"]
 
@@ -215,14 +217,15 @@ def skipped(section: str, needs: str, have: str, *, stream=None) -> str:
 
     Raises:
         TypeError: when an argument is not a string.
-        ValueError: when one is empty (or only blanks) or holds a line break.
+        ValueError: when one is empty (or only blanks), holds a line break or another
+            character of :data:`tricks_helpers.fields.FORBIDDEN`, or is longer than
+            :data:`tricks_helpers.fields.SKIPPED` allows (the section 200 characters, the
+            reason ``needs ..., this run has ...`` 300).
     """
+    part = dataclasses.replace(SKIPPED["reason"], min_length=1)  # needs, have: not empty
     for name, value in (("section", section), ("needs", needs), ("have", have)):
-        check_type("skipped", name, value, str)
-        if not value.strip():
-            raise ValueError(f"skipped: {name} must not be empty")
-        if "\n" in value or "\r" in value:
-            raise ValueError(f"skipped: {name} must be one line, got {value!r}")
+        check_text("skipped", name, value, SKIPPED["section"] if name == "section" else part)
+    check_text("skipped", "reason", f"needs {needs}, this run has {have}", SKIPPED["reason"])
     line = f"{SKIPPED_PREFIX}{section}: needs {needs}, this run has {have}"
     print(line, file=sys.stdout if stream is None else stream)
     return line

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tricks_helpers.fields import RECORD, check_texts
+
 __all__ = [
     "SCHEMA_VERSION",
     "RECORDS_ENV",
@@ -72,7 +74,8 @@ def validate_record(record: Any) -> dict[str, Any]:
         TypeError: when ``record`` is not a mapping or a field has the wrong type.
         ValueError: on missing or unknown fields, another schema version, a non-positive or
             non-finite time or ratio, ``lo > hi``, a coverage outside (0, 1), fewer than one
-            round, or an unknown verdict word.
+            round, an unknown verdict word, or a text field outside its
+            :data:`tricks_helpers.fields.RECORD` limits (named).
     """
     if not isinstance(record, Mapping):
         raise TypeError(f"validate_record: a record is a mapping, got {type(record).__name__}")
@@ -103,8 +106,7 @@ def validate_record(record: Any) -> dict[str, Any]:
         raise ValueError("validate_record: rounds, threads and calls_per_round must be >= 1")
     if out["verdict"] not in _VERDICT_WORDS:
         raise ValueError(f"validate_record: unknown verdict {out['verdict']!r}")
-    if not out["label"].strip() or "\n" in out["label"]:
-        raise ValueError(f"validate_record: label must be one non-empty line: {out['label']!r}")
+    check_texts("validate_record", RECORD, out)  # lengths, one line, no invisible characters
     return out
 
 

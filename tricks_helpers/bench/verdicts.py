@@ -42,6 +42,7 @@ from tricks_helpers.bench.intervals import (
     median_interval,
 )
 from tricks_helpers.bench.records import emit, make_record
+from tricks_helpers.fields import RECORD, check_text
 
 __all__ = [
     "NOISE_THRESHOLD",
@@ -261,9 +262,7 @@ def check_label(where: str, label: Any) -> str:
     check_type(where, "label", label, str)
     if not label.strip():
         raise ValueError(f"{where}: label must be a non-empty string")
-    if "\n" in label:
-        raise ValueError(f"{where}: label must be one line, got {label!r}")
-    return label.strip()
+    return check_text(where, "label", label.strip(), RECORD["label"])  # the record's limits
 
 
 def check_why(where: str, why: Any) -> str:
