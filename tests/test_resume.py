@@ -1,13 +1,18 @@
 """Tests of tricks_helpers.resume: bitwise resumption, the sampler's state, error paths."""
 
+import os
 import random
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
 import torch
 
 from tricks_helpers import bitwise, resume
+from tricks_helpers._checkpoint_file import MAGIC
 
 
 def test_resume_in_process_is_bitwise_equal(tmp_path):
@@ -233,3 +238,67 @@ def test_save_checkpoint_names_itself_in_its_errors(tmp_path):
         resume.save_checkpoint(resume.new_run(0), tmp_path / "no" / "ck.pt")
     with pytest.raises(FileNotFoundError, match="load_checkpoint: no checkpoint at 'no.pt'"):
         resume.load_checkpoint(tmp_path / "no.pt")
+
+
+# ------------------------------------------------------------ issue 42: a reader trusting nothing
+
+
+def _load_in_child(path, timeout=60):
+    """load_checkpoint(path) in a child process: (ok, error text); a hang is a failure."""
+    code = (
+        "import sys\nfrom tricks_helpers import resume\n"
+        "try:\n    resume.load_checkpoint(sys.argv[1])\n    print('LOADED')\n"
+        "except Exception as exc:\n    print(type(exc).__name__ + ': ' + str(exc))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=timeout
+    )
+    return done.stdout.strip()
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "ck.pt"
+    os.mkfifo(fifo)
+    said = _load_in_child(fifo)  # main's reader blocked here forever
+    assert said.startswith("CorruptCheckpointError") and "'ck.pt' is a FIFO" in said
+
+
+def test_a_link_to_dev_zero_is_refused_without_reading(tmp_path):
+    link = tmp_path / "ck.pt"
+    link.symlink_to("/dev/zero")
+    said = _load_in_child(link)  # main's reader read until memory ran out
+    assert said.startswith("CorruptCheckpointError") and "'ck.pt' is a character device" in said
+
+
+def test_a_huge_sparse_file_with_a_valid_header_is_refused_before_it_is_read(tmp_path):
+    path = _checkpoint(tmp_path)
+    with open(path, "r+b") as f:
+        f.truncate(3 * 2**30)  # 3 GiB, sparse: a valid header, a payload that never ends
+    start = time.monotonic()
+    with pytest.raises(resume.CorruptCheckpointError, match="'ck.pt' holds 3,221,225,472 bytes"):
+        resume.load_checkpoint(path)
+    assert time.monotonic() - start < 5  # refused from fstat, not read
+
+
+def test_a_file_whose_size_is_not_the_declared_one_is_refused_before_its_payload_is_read(
+    tmp_path,
+):
+    path = _checkpoint(tmp_path)
+    with open(path, "ab") as f:
+        f.write(b"\0" * 10)
+    with pytest.raises(resume.CorruptCheckpointError, match=r"'ck.pt' is not a checkpoint .*"):
+        resume.load_checkpoint(path)
+    assert path.read_bytes().startswith(MAGIC)
+
+
+def test_every_error_of_the_reader_names_the_file(tmp_path):
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "folder.pt").mkdir()
+    (tmp_path / "noread.pt").write_bytes(b"x")
+    (tmp_path / "noread.pt").chmod(0)
+    for name in ("empty.pt", "folder.pt", "missing.pt"):
+        with pytest.raises((ValueError, OSError), match=repr(name)):
+            resume.load_checkpoint(tmp_path / name)
+    if os.geteuid() != 0:  # root reads anything
+        with pytest.raises(PermissionError, match="'noread.pt'"):
+            resume.load_checkpoint(tmp_path / "noread.pt")

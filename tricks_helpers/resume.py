@@ -264,8 +264,9 @@ def checkpoint_state(run: Run) -> dict[str, Any]:
 def save_checkpoint(run: Run, path: str | os.PathLike) -> Path:
     """Write :func:`checkpoint_state` to ``path``, with its SHA-256, atomically.
 
-    The file is a header line, the SHA-256 of the payload and the payload (``torch.save`` of
-    the state); :func:`load_checkpoint` verifies the checksum before it unpickles anything.
+    The file is a header line, the SHA-256 and size of the payload and the payload
+    (``torch.save`` of the state); :func:`load_checkpoint` verifies the size and the checksum
+    before it unpickles anything.
     It is written under a unique temporary name in the same folder and renamed into place, so
     ``path`` holds the old file or the complete new one; the temporary never stays behind.
 

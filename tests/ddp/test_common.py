@@ -64,3 +64,32 @@ def test_all_reduce_counter_counts_buckets_and_averages(gloo_group):
     plain.weight.grad = None
     (3 * plain(x).sum()).backward()  # one rank: the mean of one is the gradient itself
     assert torch.allclose(model.weight.grad, plain.weight.grad)
+
+
+def test_write_json_never_shares_a_temporary_with_another_writer(tmp_path):
+    """Issue 42: one fixed ``<file>.tmp`` lost writes when two writers met there."""
+    (tmp_path / "a.json.tmp").mkdir()  # another writer's (or a stale) temporary at the old name
+    ddp.write_json(tmp_path / "a.json", {"x": 1})
+    assert json.loads((tmp_path / "a.json").read_text()) == {"x": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.json.tmp"]
+
+
+def test_concurrent_write_json_of_one_file_loses_no_write(tmp_path):
+    import threading
+
+    errors = []
+
+    def writer(n):
+        for i in range(100):
+            try:
+                ddp.write_json(tmp_path / "a.json", {"writer": n, "i": i})
+            except OSError as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]

@@ -335,3 +335,18 @@ def test_opening_a_store_at_the_moment_it_is_swapped_gives_the_new_one(
     monkeypatch.setattr(store_module, "_read_manifest", swap_first)
     assert list(storage.read_all(path)) == thirty[10:]
     assert raced == [True]
+
+
+@pytest.mark.parametrize("fmt", ["folder", "lmdb", "tar"])
+def test_a_store_deleted_while_reading_is_reported_as_deleted_not_replaced(tmp_path, fmt):
+    """Issue 42: a deleted store was reported as "replaced (written again at the same path)"."""
+    import pickle
+    import shutil
+
+    storage.write(tmp_path / "s", RECS[:5], fmt)
+    ds = storage.StoreDataset(tmp_path / "s")
+    copy = pickle.dumps(ds)
+    shutil.rmtree(tmp_path / "s")
+    for reader in (ds, pickle.loads(copy)):
+        with pytest.raises(storage.StoreReplacedError, match="'s' was deleted while reading"):
+            reader[1]

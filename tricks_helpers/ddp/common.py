@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tricks_helpers._checks import check_int, check_type
+from tricks_helpers._io import write_atomic
 
 __all__ = ["write_json", "write_result", "AllReduceCounter"]
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` whole or not at all (a temporary file, then a rename).
+    """Write ``data`` as JSON to ``path`` whole or not at all (a unique temporary file beside
+    it, then a rename).
 
     Raises:
         TypeError: ``path`` is not a str or path-like object, or ``data`` is not JSON
@@ -33,9 +35,7 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     check_type("write_json", "path", path, (str, os.PathLike))
     path = Path(path)
     text = json.dumps(data, indent=1)  # raises before any file exists
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write_atomic(path, text.encode("utf-8"))  # a unique temporary: no writer loses its write
 
 
 def write_result(out_dir: str | os.PathLike, result: dict[str, Any]) -> Path:

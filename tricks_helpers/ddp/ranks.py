@@ -21,12 +21,16 @@ process must run under torchrun (``RANK`` set), the process group is initialised
 job and destroyed after it (a barrier first, so that no rank leaves while another still
 writes), and each job writes its per-rank results through
 :func:`tricks_helpers.ddp.common.write_result`. Every option is checked before the process
-group starts, so a wrong command line fails on every rank with a usage message.
+group starts (counts and the seed in range, a backend this host has: ``nccl`` needs a CUDA
+device per local rank), so a wrong command line fails on every rank with a usage message. The
+rendezvous waits at most ``--timeout`` seconds (default :data:`TIMEOUT_S`, not torch's 30
+minutes) and then names the ranks it waited for.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -40,7 +44,7 @@ from tricks_helpers.ddp.training_run import parse_run, train
 from tricks_helpers.ddp.worker_seeding import SEEDINGS, run_rank
 from tricks_helpers.determinism import enable_determinism
 
-__all__ = ["JOBS", "main"]
+__all__ = ["JOBS", "TIMEOUT_S", "main"]
 
 #: Job name -> what it runs on every rank.
 JOBS = {
@@ -50,6 +54,9 @@ JOBS = {
 }
 
 _PROG = "python -m tricks_helpers.ddp"
+#: How long the rendezvous and every collective wait, by default, in seconds.
+TIMEOUT_S = 300.0
+_MAX_SEED = 2**63 - 1  # what torch.manual_seed and numpy's generators both take
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     subs = {name: jobs.add_parser(name, help=text, description=text) for name, text in JOBS.items()}
     for sub in subs.values():
         sub.add_argument("--out", required=True, help="existing directory for the results")
+        sub.add_argument(
+            "--timeout",
+            type=float,
+            default=TIMEOUT_S,
+            help=f"seconds the rendezvous and each collective wait (default {TIMEOUT_S:g})",
+        )
     subs["train"].add_argument(
         "--variant",
         action="append",
@@ -84,13 +97,60 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _choose_backend(requested: str) -> str:
-    if requested != "auto":
-        return requested
+def _gpus_for_ranks() -> tuple[bool, str]:
+    """Whether NCCL can give every local rank its own GPU here, and what this host has."""
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    if torch.cuda.is_available() and torch.cuda.device_count() >= local_world:
-        return "nccl"
-    return "gloo"
+    if not dist.is_nccl_available() or not torch.cuda.is_available():
+        return False, "no CUDA device (or a torch built without NCCL)"
+    count = torch.cuda.device_count()
+    if count < local_world:
+        return False, f"{count} CUDA device(s) for {local_world} local ranks"
+    return True, f"{count} CUDA device(s)"
+
+
+def _choose_backend(requested: str) -> str:
+    """The backend to use; ``ValueError`` for one this host lacks."""
+    if requested == "auto":
+        return "nccl" if _gpus_for_ranks()[0] else "gloo"
+    if requested == "nccl":
+        ok, have = _gpus_for_ranks()
+        if not ok:
+            raise ValueError(
+                f"--backend nccl needs a CUDA device per local rank; this host has {have}"
+            )
+    elif not dist.is_gloo_available():
+        raise ValueError("--backend gloo: this torch was built without gloo")
+    return requested
+
+
+def _check_counts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every numeric option in range, before the process group starts."""
+    for name, low, high in (
+        ("rounds", 1, 10**6),
+        ("steps", 1, 10**6),
+        ("workers", 1, 256),
+        ("epochs", 1, 10**4),
+        ("seed", 0, _MAX_SEED),
+    ):
+        value = getattr(args, name, None)
+        if value is not None and not low <= value <= high:
+            parser.error(f"--{name} must be in [{low}, {high}], got {value}")
+    if not (args.timeout > 0 and args.timeout <= 24 * 3600):
+        parser.error(f"--timeout must be seconds in (0, 86400], got {args.timeout}")
+
+
+def _init_group(backend: str, timeout: float) -> None:
+    """``init_process_group``, waiting at most ``timeout`` seconds for the other ranks."""
+    rank, world = os.environ.get("RANK", "?"), os.environ.get("WORLD_SIZE", "?")
+    try:
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
+    except (RuntimeError, TimeoutError, OSError) as exc:  # a store timeout (DistStoreError)
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        raise RuntimeError(
+            f"{_PROG}: rank {rank} of {world}: the process group ({backend}) did not form "
+            f"within {timeout:g} s; is every rank running, with the same MASTER_ADDR:MASTER_PORT? "
+            f"({type(exc).__name__}: {first})"
+        ) from None
 
 
 def _train_job(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, Callable]:
@@ -98,7 +158,10 @@ def _train_job(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tup
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
         parser.error(f"--variant: names must be unique, got {names}")
-    backend = _choose_backend(args.backend)
+    try:
+        backend = _choose_backend(args.backend)
+    except ValueError as exc:
+        parser.error(str(exc))
     if backend == "nccl":
         enable_determinism(warn_only=True)  # before the first CUDA work (cuBLAS, torch < 2.10)
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
@@ -141,7 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one job on this rank of a torchrun launch (see the module docstring).
 
     Exits through ``argparse`` (status 2, a usage message) outside torchrun, on a ``--out``
-    that is not a directory, or on a bad option; raises what the job raises (a
+    that is not a directory, on a bad option (a count or seed out of range, ``--backend nccl``
+    without a CUDA device per local rank); raises :class:`RuntimeError` when the process group
+    does not form within ``--timeout`` seconds (a rank missing), and what the job raises (a
     ``ValueError`` for a configuration it refuses, e.g. ``accum`` not dividing the batches).
 
     Returns:
@@ -157,8 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     if not out.is_dir():
         parser.error(f"--out: no such directory: {args.out}")
+    _check_counts(parser, args)
     backend, job = _JOBS[args.job](parser, args)
-    dist.init_process_group(backend)
+    _init_group(backend, args.timeout)
     try:
         job(out)
         dist.barrier()

@@ -47,6 +47,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
+from tricks_helpers._io import atomic_target
 from tricks_helpers.ddp.common import AllReduceCounter, write_result
 
 __all__ = [
@@ -303,7 +304,6 @@ def train(cfg: RunConfig, out_dir: str | os.PathLike) -> dict[str, Any]:
     )
     write_result(out_dir, result)
     if rank == 0:
-        tmp = out_dir / f"{cfg.name}.pt.tmp"
-        torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
-        tmp.replace(out_dir / f"{cfg.name}.pt")
+        with atomic_target(out_dir / f"{cfg.name}.pt") as tmp:  # a unique temporary
+            torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
     return result

@@ -190,6 +190,12 @@ class Store:
         return manifest.get("generation") != self.generation
 
     def replaced_error(self) -> StoreReplacedError:
+        """The error for a store that is no longer the generation read: deleted (nothing at its
+        path now) or replaced (written again at the same path)."""
+        if not os.path.lexists(self.path):
+            return StoreReplacedError(
+                f"store {self.name!r} was deleted while reading (nothing is at its path now)"
+            )
         return StoreReplacedError(
             f"store {self.name!r} was replaced while reading (written again at the same "
             f"path); open it again to read the new version"
