@@ -149,7 +149,7 @@ def test_the_survey_issue_form_asks_for_the_file_and_its_schema_check(repo_root)
     assert {"machine-id", "machine", "torch", "survey-file", "schema-check"} <= required
     [check] = [o for o in fields["checks"]["attributes"]["options"] if o.get("required")]
     assert "schema check printed `ok`" in check["label"]
-    command = "python -m scripts.results.schema --contributed results/<machine-id>-survey.json"
+    command = "python -m scripts.results.check --contributed results/<machine-id>-survey.json"
     assert command in fields["schema-check"]["attributes"]["description"]
     assert command in read(repo_root, "CONTRIBUTING.md")  # one command, documented there
 

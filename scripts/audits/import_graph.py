@@ -1,13 +1,18 @@
-"""The import graph of ``tricks_helpers``: floors, arrows, loops and re-exported names.
+"""The import graphs of ``tricks_helpers`` and of ``scripts``: floors, arrows, loops, re-exports.
 
-Read from the source with :mod:`ast` (nothing is imported): every ``import`` of a
-``tricks_helpers`` module anywhere in a file, function bodies included, is an arrow, and so is a
+Read from the source with :mod:`ast` (nothing is imported): every ``import`` of one of the
+package's own modules anywhere in a file, function bodies included, is an arrow, and so is a
 module named in a string: a full dotted name (a module started with ``python -m``, as a
 launcher does) or, in a file calling ``importlib.import_module``, the name of one of its own
 package's modules (a lazy import, as the storage face does). A module's
 floor is 0 when it imports no sibling, else one above the highest floor it imports.
 
     python -m scripts.audits.import_graph [PACKAGE_DIR]   # prints floors and arrows
+    python -m scripts.audits.import_graph scripts         # the workshop's graph
+
+The package read is the folder given (its name is the root of every dotted name), so the same
+checks apply to ``scripts/``: no loop, and nothing flat in it (:func:`flat_modules`: every tool
+lives in a family folder with a face, :func:`faceless_folders`).
 
 ``tests/test_package_layout.py`` asserts on it: no loop, no module re-exports a sibling's
 names except a package face (an ``__init__``) handing on names of its own modules, and every
@@ -26,13 +31,15 @@ from scripts.book.notebook_cells import ipython_blanked, stored_text
 
 ROOT_NAME = "tricks_helpers"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / ROOT_NAME
+#: The workshop: a package of family packages (``scripts/<family>/<tool>.py``).
+SCRIPTS_DIR = Path(__file__).resolve().parents[1]
 
 
 def module_files(package_dir: Path = DEFAULT_DIR) -> dict[str, Path]:
     """Dotted module name -> file, for every ``.py`` file of the package."""
     out = {}
     for path in sorted(package_dir.rglob("*.py")):
-        parts = [ROOT_NAME, *path.relative_to(package_dir).with_suffix("").parts]
+        parts = [package_dir.name, *path.relative_to(package_dir).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = path
@@ -48,18 +55,19 @@ def _resolve(target: str, modules: dict[str, Path]) -> str | None:
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, set[str]]:
     """Imported module -> the names imported from it (empty for ``import x``), for one file."""
     out: dict[str, set[str]] = {}
+    root = name.partition(".")[0]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith(ROOT_NAME) and (m := _resolve(alias.name, modules)):
+                if alias.name.startswith(root) and (m := _resolve(alias.name, modules)):
                     out.setdefault(m, set())
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            if not base.startswith(ROOT_NAME):
+            if not base.startswith(root):
                 continue
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
@@ -131,6 +139,23 @@ def floors(edges: dict[str, dict[str, set[str]]]) -> dict[str, int]:
         return memo[node]
 
     return {node: floor(node) for node in edges}
+
+
+def flat_modules(scripts_dir: Path = SCRIPTS_DIR) -> list[str]:
+    """Python files directly in ``scripts/`` (its face aside): each belongs in a family folder."""
+    return sorted(p.name for p in scripts_dir.glob("*.py") if p.name != "__init__.py")
+
+
+def faceless_folders(scripts_dir: Path = SCRIPTS_DIR) -> list[str]:
+    """Family folders holding Python files without a face: an ``__init__.py`` with a docstring."""
+    bad = []
+    for folder in sorted(p for p in scripts_dir.iterdir() if p.is_dir()):
+        if not any(folder.glob("*.py")):
+            continue
+        face = folder / "__init__.py"
+        if not face.is_file() or not ast.get_docstring(ast.parse(face.read_text())):
+            bad.append(folder.name)
+    return bad
 
 
 def public_names(path: Path) -> list[str]:
@@ -233,7 +258,7 @@ def unreached(package_dir: Path = DEFAULT_DIR, notebooks: list[Path] | None = No
 
 def render(edges: dict[str, dict[str, set[str]]]) -> str:
     """Floors, highest first, each module with its arrows."""
-    short = {m: m.removeprefix(ROOT_NAME + ".") for m in edges}
+    short = {m: m.removeprefix(m.partition(".")[0] + ".") for m in edges}
     levels = floors(edges)
     lines = []
     for level in range(max(levels.values()), -1, -1):
@@ -255,6 +280,10 @@ if __name__ == "__main__":
     else:
         print(render(g))
     print(f"{sum(len(d) for d in g.values())} arrows, {len(g)} modules")
-    print("re-exported names outside a face:", *re_exports(target) or ["none"], sep="\n  ")
+    if target.name == SCRIPTS_DIR.name:
+        print("flat files in scripts/:", *flat_modules(target) or ["none"], sep="\n  ")
+        print("family folders without a face:", *faceless_folders(target) or ["none"], sep="\n  ")
+    else:
+        print("re-exported names outside a face:", *re_exports(target) or ["none"], sep="\n  ")
     if len(sys.argv) == 1:
         print("modules no chapter reaches:", *unreached() or ["none"], sep="\n  ")

@@ -3,8 +3,9 @@
 Entry points (``python -m scripts.results.<tool>``):
 
 - ``page``    generate the page and its charts (``make results``; ``--check``: is it up to date)
-- ``schema``  the one schema of a results file (``--contributed FILE`` checks a survey file)
+- ``check``   check results files as every reader does (``--contributed FILE``: a survey file)
 
-Libraries (the page's parts): ``rows`` (one row per measured comparison), ``machines`` (across
-machines), ``claims`` (claims by machine), ``compat`` (chapter by torch release).
+Libraries: ``schema`` (the one schema of a results file, imported by ``book.machine_records``),
+and the page's parts: ``rows`` (one row per measured comparison), ``machines`` (across machines),
+``claims`` (claims by machine), ``compat`` (chapter by torch release).
 """
