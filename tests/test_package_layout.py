@@ -92,3 +92,17 @@ def test_the_results_schema_imports_no_reader_of_results_files():
     edges = import_graph.graph(import_graph.SCRIPTS_DIR)
     assert edges["scripts.results.schema"] == {}
     assert "scripts.results.schema" in edges["scripts.book.machine_records"]
+
+
+def test_the_package_map_names_every_module():
+    """tricks_helpers/__init__.py's docstring names each top-level module and subpackage."""
+    import tricks_helpers
+
+    top = {
+        p.stem if p.suffix == ".py" else p.name
+        for p in Path(import_graph.DEFAULT_DIR).iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    doc = tricks_helpers.__doc__
+    missing = sorted(m for m in top if f"tricks_helpers.{m}`" not in doc)
+    assert missing == []

@@ -1,4 +1,4 @@
-"""Tests of tricks_helpers.charts: the one speed-up chart."""
+"""Tests of tricks_helpers.charts.speedup (and fit_inside): the one speed-up chart."""
 
 from __future__ import annotations
 
