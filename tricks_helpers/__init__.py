@@ -8,7 +8,11 @@ Each submodule has one job and is introduced by one chapter of the book:
   :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed) and
   :mod:`~tricks_helpers.bench.tables` (comparisons, and measured rows, as one aligned table).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
-- :mod:`tricks_helpers.charts`: the one speed-up-with-interval chart (04-07, the results page).
+- :mod:`tricks_helpers.claims`: advice as claims this run decides, each with its condition and
+  what decided it, printed as the chapter's claims table (all).
+- :mod:`tricks_helpers.charts`: the speed-up-with-interval chart (04-07, the results page) and
+  the roofline (04, 07): a face over :mod:`~tricks_helpers.charts.speedup`,
+  :mod:`~tricks_helpers.charts.roofline` and :mod:`~tricks_helpers.charts.fit` (labels cut to fit).
 - :mod:`tricks_helpers.limits`: this machine's memory bandwidth and matmul throughput per dtype,
   measured once within a time budget (04, 07).
 - :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).
@@ -23,7 +27,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, reproducibility
   checks (02); :mod:`tricks_helpers.bitwise`: bit-for-bit comparison of results (02).
 - :mod:`tricks_helpers.resume`: a checkpoint that resumes a run bit for bit, in a fresh
-  process, and what each left-out part breaks (02).
+  process, and what each left-out part breaks (02); its file format (a checksummed payload,
+  written atomically) is :mod:`tricks_helpers._checkpoint_file`.
 - :mod:`tricks_helpers.training`: the digits data, a deterministic MLP, a seeded step loop,
   accuracy (02, 04-07, 10).
 - :mod:`tricks_helpers.storage`, :mod:`tricks_helpers.imagedata`: storage formats and a
@@ -58,7 +63,7 @@ Each submodule has one job and is introduced by one chapter of the book:
   tensor-core kernels, the cuBLAS workspace check) (02-05); :mod:`tricks_helpers.prefetch`:
   the CUDA-stream batch prefetcher (03).
 
-All modules follow one exception policy (see ``tricks_helpers._checks``): a wrong type raises
+All modules follow one exception policy (see :mod:`tricks_helpers._checks`): a wrong type raises
 ``TypeError``, a wrong value ``ValueError``.
 
 A topic that outgrew one file is a subpackage whose ``__init__`` (its face) hands on the names
