@@ -39,6 +39,7 @@ __all__ = [
     "SKIPPED",
     "check_text",
     "check_texts",
+    "one_line",
 ]
 
 #: The characters no text field may hold, as a regular-expression character class: C0 and C1
@@ -136,3 +137,15 @@ def check_texts(where: str, specs: Mapping[str, Text], values: Mapping[str, Any]
     for name, spec in specs.items():
         if values.get(name) is not None:
             check_text(where, name, values[name], spec)
+
+
+def one_line(text: str, max_length: int) -> str:
+    """``text`` made a valid text field of ``max_length``: every :data:`FORBIDDEN` character
+    (a tab, a line break, a bidi control) a space, runs of blanks one, cut with ``...``.
+
+    For text the book did not write itself (an error message, a traceback's line) that a
+    results or compat file stores.
+    """
+    check_type("one_line", "text", text, str)
+    flat = " ".join(_FORBIDDEN.sub(" ", text).split())
+    return flat if len(flat) <= max_length else flat[: max_length - 3] + "..."

@@ -63,11 +63,13 @@ from scripts.book.machine_records import (
     merge_results,
     read_results,
     results_path,
+    validate_results,
     write_results,
 )
 from scripts.book.notebook_run import execute_notebook
-from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, validate_record
-from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV
+from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, SCHEMA_VERSION, validate_record
+from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV, STATUSES
+from tricks_helpers.fields import CLAIM, RECORD, check_text, check_texts, one_line
 
 MODES = ("book", "try", "survey")
 
@@ -95,7 +97,7 @@ class Outcome:
         """The chapter's entry of a results file: ``{"status", "error", "seconds"}``."""
         return {
             "status": "ok" if self.ok else "failed",
-            "error": self.error,
+            "error": one_line(self.error, 1000),  # a traceback's tab never fails the merge
             "seconds": round(self.seconds, 1),
         }
 
@@ -140,7 +142,14 @@ def read_chapter_claims(path: Path, chapter: str) -> tuple[list[dict[str, Any]],
             problems.append(f"claim line {number} is not a claim")
         elif claim["chapter"] != chapter:
             problems.append(f"claim line {number} names chapter {claim['chapter']!r}")
+        elif claim["status"] not in STATUSES or not isinstance(claim["measured"], bool):
+            problems.append(f"claim line {number} has status {claim['status']!r}")
         else:
+            try:  # what the results file takes (tricks_helpers.fields), checked as read
+                check_texts(f"claim line {number}", CLAIM, claim)
+            except (TypeError, ValueError) as exc:
+                problems.append(f"{exc}")
+                continue
             claims.append(claim)
     return claims, "; ".join(problems)
 
@@ -268,20 +277,26 @@ def run(
         The outcomes, and the results files written (none in ``try`` mode).
 
     Raises:
-        ValueError: on an unknown mode.
+        ValueError: on an unknown mode, or what :func:`check_before_running` refuses (before
+            any chapter runs).
     """
     if mode not in MODES:
         raise ValueError(f"run: mode must be one of {MODES}, got {mode!r}")
     keep_going = keep_going or mode == "survey"
+    paths = [Path(p) for p in paths]
+    source = "book" if mode == "book" else "survey"
+    machine = None if mode == "try" else machine_facts()
+    check_before_running(paths, source, results, machine)
     limits = None if mode == "try" else limits_record((measure or _measure_limits)())
     outcomes: list[Outcome] = []
     for path in paths:
-        path = Path(path)
         print(f"executing {path.name} ...", flush=True)
         try:
             outcome = runner(path, write=mode == "book", timeout=timeout)
         except Exception as exc:  # one chapter's crash never loses the chapters that finished
             outcome = Outcome(path.name, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0])
+        if machine is not None:
+            check_outcome(outcome, machine, source)
         outcomes.append(outcome)
         print(
             f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
@@ -296,11 +311,67 @@ def run(
     folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
     for path, outcome in zip(paths, outcomes):
         if outcome.ok or mode == "survey":
-            folder = results or Path(path).resolve().parent.parent / "results"
+            folder = _folder(path, results)
             folders.setdefault(folder, []).append(outcome)
-    source = "book" if mode == "book" else "survey"
-    written = [write_records(outs, folder, source, limits) for folder, outs in folders.items()]
+    written = [
+        write_records(outs, folder, source, limits, machine) for folder, outs in folders.items()
+    ]
     return outcomes, written
+
+
+def _folder(path: Path, results: Path | None) -> Path:
+    return results or Path(path).resolve().parent.parent / "results"
+
+
+def check_before_running(
+    paths: list[Path], source: str, results: Path | None, machine: Mapping[str, Any] | None
+) -> None:
+    """What would fail the merge after every chapter ran, checked before the first runs.
+
+    Two notebooks with the same stem would share one chapter entry (the second's status would
+    replace the first's); a results folder that is a file, or a previous results file that is
+    not valid, would end the run in a traceback with nothing written.
+
+    Raises:
+        ValueError: naming the notebooks or the file.
+    """
+    stems: dict[str, Path] = {}
+    for path in paths:
+        check_text(f"{path.name}", "chapter name", path.stem, RECORD["chapter"])
+        if path.stem in stems:
+            raise ValueError(
+                f"{stems[path.stem]} and {path} share the chapter name {path.stem!r}: their "
+                "records would share one entry; run them apart or rename one"
+            )
+        stems[path.stem] = path
+    if machine is None:  # try mode writes nothing
+        return
+    for folder in dict.fromkeys(_folder(p, results) for p in paths):
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"--results: {folder} is not a folder")
+        target = results_path(folder, machine["id"], source)
+        if target.exists() or target.is_symlink():
+            read_results(target)  # ValueError naming the file: fix or move it first
+
+
+def check_outcome(outcome: Outcome, machine: Mapping[str, Any], source: str) -> None:
+    """Check one chapter's entry, records and claims as the results file will, as they are
+    read: what the file would refuse fails this chapter (its records dropped), not the run."""
+    try:
+        validate_results(
+            {
+                "schema": SCHEMA_VERSION,
+                "source": source,
+                "machine": dict(machine),
+                "chapters": {outcome.stem: outcome.status()},
+                "records": outcome.records,
+                "claims": outcome.claims,
+            },
+            outcome.name,
+        )
+    except (TypeError, ValueError) as exc:
+        outcome.error = "; ".join(e for e in (outcome.error, f"records refused: {exc}") if e)
+        outcome.records, outcome.claims = [], []
 
 
 def _measure_limits() -> Any:
@@ -393,7 +464,11 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
             return 1
         return 0 if all(e["status"] == "ran" for e in entries.values()) else 1
     mode = "try" if args.no_write else "survey" if args.survey else "book"
-    outcomes, written = run(paths, mode, results=results, keep_going=args.keep_going)
+    try:
+        outcomes, written = run(paths, mode, results=results, keep_going=args.keep_going)
+    except ValueError as exc:  # check_before_running: refused before any chapter ran
+        print(f"run_notebooks: {exc}", file=sys.stderr)
+        return 1
     for path in written:
         data = read_results(path)
         print(

@@ -27,7 +27,10 @@ from typing import Any
 
 from scripts.book.notebook_cells import cell_tags, error_cell, output_text, stored_text
 from scripts.release.colab_cell import TAG as COLAB_TAG
+from tricks_helpers.fields import SKIPPED, one_line
 from tricks_helpers.notebook import SKIPPED_PREFIX as SKIP_PREFIX
+
+_MAX_SKIPPED = 100  # the compat schema's bound on a chapter's skipped sections
 
 __all__ = [
     "SKIP_PREFIX",
@@ -69,10 +72,13 @@ def skipped_sections(nb: Any) -> list[dict[str, str]]:
             if not text.startswith(SKIP_PREFIX):
                 continue
             section, _, reason = text[len(SKIP_PREFIX) :].strip().partition(": ")
-            item = {"section": section.strip(), "reason": reason.strip()}
+            item = {  # what the schema takes, whatever a cell printed
+                "section": one_line(section, SKIPPED["section"].max_length),
+                "reason": one_line(reason, SKIPPED["reason"].max_length),
+            }
             if item["section"] and item not in found:
                 found.append(item)
-    return found
+    return found[:_MAX_SKIPPED]
 
 
 def failed_cell(nb: Any) -> tuple[int, str] | None:
@@ -112,8 +118,8 @@ def entry(nb: Any, seconds: float, error: str, date: str, commit: str) -> dict[s
     """
     failed = failed_cell(nb) if nb is not None else None
     status = "failed" if error or failed else "ran"
-    if status == "failed":
-        error = failed[1] if failed else error.splitlines()[0][:300]
+    if status == "failed":  # one line the schema takes: no tab, no control, at most 300
+        error = one_line(failed[1] if failed else (error.splitlines() or [""])[0], 300) or "failed"
     return {
         "status": status,
         "seconds": round(float(seconds), 1),

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from scripts.results.schema import CHAPTER_PATTERN, MACHINE_ID_PATTERN, _error, _text, _Validator
+from tricks_helpers.fields import SKIPPED
 
 __all__ = ["COMPAT_SCHEMA_VERSION", "RELEASE_PATTERN", "COMPAT_SCHEMA", "check_compat", "file_name"]
 
@@ -34,7 +35,9 @@ _SKIPPED = {
     "type": "object",
     "additionalProperties": False,
     "required": ["section", "reason"],
-    "properties": {"section": _text(200, 1), "reason": _text(300)},
+    "properties": {
+        name: _text(t.max_length, t.min_length, t.pattern) for name, t in SKIPPED.items()
+    },
 }
 
 _ENTRY = {

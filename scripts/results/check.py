@@ -21,17 +21,15 @@ from typing import Any
 from scripts.book import machine_records
 from scripts.results.schema import check_files
 
-__all__ = ["MAX_FILE_BYTES", "check_file", "main"]
-
-#: The largest results file the check reads: a survey of all ten chapters is about 130 KB.
-MAX_FILE_BYTES = 4 * 2**20
+__all__ = ["check_file", "main"]
 
 
 def check_file(path: str | Path, *, contributed: bool = False) -> dict[str, Any]:
     """Every check a results file passes before anything reads it; returns its content.
 
-    A regular file (not a link, a folder or a device) of at most :data:`MAX_FILE_BYTES`, UTF-8
-    JSON without ``NaN``/``Infinity``, valid (``machine_records.read_results``: the schema and
+    A regular file (not a link, a folder or a device) of at most ``schema.MAX_FILE_BYTES``,
+    strict UTF-8 JSON (``schema.read_json``: no ``NaN``, no repeated key, bounded depth and
+    numbers), valid (``machine_records.read_results``: the schema and
     each record's sense) and named after its machine id and source (``schema.file_name``).
 
     Args:
@@ -44,15 +42,11 @@ def check_file(path: str | Path, *, contributed: bool = False) -> dict[str, Any]
             wrong type, as ``schema.check_results``).
     """
     path = Path(path)
-    if path.is_symlink() or not path.is_file():
-        raise ValueError(f"{path.name}: not a regular file")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ValueError(f"{path.name}: {size:,} bytes, more than {MAX_FILE_BYTES:,}")
-    try:
-        data = machine_records.read_results(path)
-    except RecursionError:
-        raise ValueError(f"{path.name}: nested too deeply") from None
+    if path.is_symlink():  # a link may lead out of the checkout: never followed
+        raise ValueError(f"{path.name}: a symbolic link, not a regular file")
+    if not path.exists():
+        raise ValueError(f"{path.name!r}: no such file")
+    data = machine_records.read_results(path)  # schema.read_json: regular, bounded, strict
     check_files({path.name: data})
     if contributed and data["source"] != "survey":
         raise ValueError(

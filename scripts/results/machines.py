@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.book import machine_records
+from scripts.results.check import check_file
 from scripts.results.schema import check_files
 from tricks_helpers import charts
 from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured, fmt_ratio
@@ -53,8 +54,9 @@ def cell_text(text: object) -> str:
 def machine_files(root: Path) -> list[dict]:
     """Every results file under ``root/results``, the reference (source "book") first.
 
-    Each is checked against the results schema before anything reads it
-    (``machine_records.read_results``), then all together (``results_schema.check_files``).
+    Each passes the check a contributed file passes before anything reads it
+    (``scripts.results.check.check_file``: not a link, regular, bounded, strict JSON, the
+    schema, its name), then all together (``schema.check_files``).
 
     Raises:
         ValueError: on a file that is not a regular file, not JSON, or that the schema
@@ -62,9 +64,7 @@ def machine_files(root: Path) -> list[dict]:
     """
     named = {}
     for path in sorted((root / "results").glob("*.json")):
-        if not path.is_file():
-            raise ValueError(f"{path.name}: not a regular file")
-        named[path.name] = machine_records.read_results(path)
+        named[path.name] = check_file(path)  # the contributed-file check, every file
     check_files(named)
     return sorted(named.values(), key=lambda d: d["source"] != "book")
 

@@ -35,8 +35,12 @@ from typing import Any
 
 import jsonschema
 
+from tricks_helpers import fields
+from tricks_helpers._io import atomic_target, read_regular
 from tricks_helpers.bench import NOISE_THRESHOLD, VERDICTS, decide, interval_coverage
-from tricks_helpers.bench.records import SCHEMA_VERSION
+from tricks_helpers.bench.records import FIELDS, SCHEMA_VERSION
+from tricks_helpers.claims import CLAIM_FIELDS
+from tricks_helpers.claims import STATUSES as CLAIM_STATUSES
 
 __all__ = [
     "SOURCES",
@@ -44,6 +48,12 @@ __all__ = [
     "MACHINE_ID_PATTERN",
     "CHAPTER_PATTERN",
     "RESULTS_SCHEMA",
+    "MAX_FILE_BYTES",
+    "MAX_RECORDS",
+    "MAX_CLAIMS",
+    "DRAWN_RANGE",
+    "read_json",
+    "write_json",
     "check_results",
     "check_files",
     "file_name",
@@ -55,11 +65,29 @@ SOURCES = ("book", "survey")
 STATUSES = ("ok", "failed")
 #: A machine id: lower-case words joined by ``-`` (``amd-epyc-avx2-only-2t``).
 MACHINE_ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
-#: A chapter name: a notebook's stem (``03_data_loading``).
-CHAPTER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+#: A chapter name: a notebook's stem (``03_data_loading``): ``tricks_helpers.fields``'s.
+CHAPTER_PATTERN = fields.CHAPTER_PATTERN
 # Python's `$` also matches before a final newline, so every string also refuses control
-# characters (newlines included) with this search, which has no anchor to fool.
-_CONTROL = "[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]"
+# characters (newlines included), invisible and bidi characters with this search, which has
+# no anchor to fool: the package's one definition (tricks_helpers.fields.FORBIDDEN).
+_CONTROL = fields.FORBIDDEN
+#: The largest results file any reader reads: a survey of all ten chapters is about 130 KB.
+MAX_FILE_BYTES = 4 * 2**20
+#: The most records and claims one machine's file may hold (the book's run has about 200 and
+#: 130): the page draws one row per record, so this bounds the page whatever passes the check.
+MAX_RECORDS = 2000
+MAX_CLAIMS = 1000
+#: The range of every time (seconds) and ratio a record may hold: the page draws them on a
+#: log axis, and a number outside is no measurement of this book's (1e300, 1e-300).
+DRAWN_RANGE = (1e-9, 1e6)
+#: How far a record's ratio (median of per-round ratios) may lie from its times' ratio
+#: (baseline_s / trick_s, medians of the rounds): the book's files stay within 1.2x.
+RATIO_TIMES_FACTOR = 2.0
+
+
+def _from_fields(spec: fields.Text) -> dict:
+    """A text field's schema from the package's definition of it (``tricks_helpers.fields``)."""
+    return _text(spec.max_length, spec.min_length, spec.pattern)
 
 
 def _text(max_length: int, min_length: int = 0, pattern: str | None = None) -> dict:
@@ -78,6 +106,7 @@ def _text(max_length: int, min_length: int = 0, pattern: str | None = None) -> d
 
 _COUNT = {"type": "integer", "minimum": 1, "maximum": 2**62}
 _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+_DRAWN = {"type": "number", "minimum": DRAWN_RANGE[0], "maximum": DRAWN_RANGE[1]}
 _NAME = _text(64, 1, r"^[A-Za-z0-9_.-]+$")  # a dtype name, a capped value, a torch version
 
 _MACHINE = {
@@ -145,61 +174,43 @@ _LIMITS = {
     },
 }
 
+# A record's fields are the package's (tricks_helpers.bench.records.FIELDS); its text fields
+# take their limits from tricks_helpers.fields.RECORD; the rest is said here once.
+_RECORD_VALUES: dict[str, dict] = {
+    "schema": {"const": SCHEMA_VERSION},
+    "threads": _COUNT,
+    "baseline_s": _DRAWN,
+    "trick_s": _DRAWN,
+    "ratio": _DRAWN,
+    "lo": _DRAWN,
+    "hi": _DRAWN,
+    "rounds": {"type": "integer", "minimum": 2, "maximum": 10**6},
+    "coverage": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "calls_per_round": _COUNT,
+    "checked": {"type": "boolean"},
+    "verdict": {"enum": list(VERDICTS)},
+    **{name: _from_fields(spec) for name, spec in fields.RECORD.items()},
+}
+assert set(_RECORD_VALUES) == set(FIELDS), "a record field without a schema, or the reverse"
 _RECORD = {
     "type": "object",
     "additionalProperties": False,
-    "required": [
-        "schema",
-        "label",
-        "chapter",
-        "device",
-        "threads",
-        "baseline_s",
-        "trick_s",
-        "ratio",
-        "lo",
-        "hi",
-        "rounds",
-        "coverage",
-        "calls_per_round",
-        "checked",
-        "verdict",
-        "why",
-    ],
-    "properties": {
-        "schema": {"const": SCHEMA_VERSION},
-        "label": _text(300, 1),
-        "chapter": _text(100, 1, CHAPTER_PATTERN),
-        "device": _text(32, 1, r"^[a-z][a-z0-9_]*(:[0-9]+)?$"),
-        "threads": _COUNT,
-        "baseline_s": _POSITIVE,
-        "trick_s": _POSITIVE,
-        "ratio": _POSITIVE,
-        "lo": _POSITIVE,
-        "hi": _POSITIVE,
-        "rounds": {"type": "integer", "minimum": 2, "maximum": 10**6},
-        "coverage": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "calls_per_round": _COUNT,
-        "checked": {"type": "boolean"},
-        "verdict": {"enum": list(VERDICTS)},
-        "why": _text(300),
-    },
+    "required": list(FIELDS),
+    "properties": {name: _RECORD_VALUES[name] for name in FIELDS},
 }
 
 #: One claim a chapter's run decided (``tricks_helpers.claims.Claim.record``).
+_CLAIM_VALUES: dict[str, dict] = {
+    "status": {"enum": list(CLAIM_STATUSES)},
+    "measured": {"type": "boolean"},
+    **{name: _from_fields(spec) for name, spec in fields.CLAIM.items()},
+}
+assert set(_CLAIM_VALUES) == set(CLAIM_FIELDS), "a claim field without a schema, or the reverse"
 _CLAIM = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["chapter", "key", "advice", "condition", "status", "evidence", "measured"],
-    "properties": {
-        "chapter": _text(100, 1, CHAPTER_PATTERN),
-        "key": _text(60, 1, r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$"),
-        "advice": _text(300, 1),
-        "condition": _text(200, 1),
-        "status": {"enum": ["HELD", "NOT HELD HERE", "NOT DECIDED HERE"]},
-        "evidence": _text(300, 1),
-        "measured": {"type": "boolean"},
-    },
+    "required": list(CLAIM_FIELDS),
+    "properties": {name: _CLAIM_VALUES[name] for name in CLAIM_FIELDS},
 }
 
 #: The schema of one results file (JSON Schema, draft 2020-12).
@@ -220,8 +231,8 @@ RESULTS_SCHEMA: dict[str, Any] = {
             "additionalProperties": _CHAPTER,
         },
         "limits": _LIMITS,
-        "records": {"type": "array", "items": _RECORD},
-        "claims": {"type": "array", "items": _CLAIM},
+        "records": {"type": "array", "maxItems": MAX_RECORDS, "items": _RECORD},
+        "claims": {"type": "array", "maxItems": MAX_CLAIMS, "items": _CLAIM},
     },
 }
 
@@ -278,29 +289,101 @@ def _error(name: str, error: jsonschema.ValidationError) -> Exception:
     return ValueError(f"{where}: {message}")
 
 
-def read_json(path: Path) -> Any:
-    """The JSON in ``path``, refusing what strict JSON has not (``NaN``, ``Infinity``).
+#: The deepest nesting and the longest number a results or compat file may hold.
+MAX_DEPTH = 16
+MAX_NUMBER_CHARS = 40
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (iterative: no recursion to exhaust)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                todo.extend(
+                    (v, level + 1) for v in (item.values() if isinstance(item, dict) else item)
+                )
+    return deepest
+
+
+def read_json(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """The JSON in ``path``, read as a file nobody vouches for: the one strict reader of
+    results files and compat records (the page, the survey's merge, the contributed-file
+    check, ``compat.records``).
+
+    The file is opened without blocking and must be a regular file (a FIFO, a device or a
+    folder is refused from ``fstat``) of at most ``max_bytes`` (refused before reading); its
+    bytes UTF-8; its JSON strict: no ``NaN``/``Infinity``, no key twice in one object (a
+    reviewer would see one value and a reader another), no number longer than
+    :data:`MAX_NUMBER_CHARS` characters, no nesting deeper than :data:`MAX_DEPTH`.
 
     Raises:
-        ValueError: when the file is not JSON or holds such a constant (named by file).
+        FileNotFoundError: no such file (named).
+        ValueError: on anything above, always naming the file.
     """
+    path = Path(path)
+    name = path.name
 
-    def no_constant(name: str) -> None:
-        raise ValueError(f"{name} is not a JSON number")
+    def no_constant(text: str) -> None:
+        raise ValueError(f"{text} is not a JSON number")
+
+    def number(kind: type) -> Any:
+        def parse(text: str) -> Any:
+            if len(text) > MAX_NUMBER_CHARS:
+                raise ValueError(f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})")
+            return kind(text)
+
+        return parse
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"key {key[:60]!r} appears twice in one object")
+            out[key] = value
+        return out
 
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constant)
+        raw = read_regular("read_json", path, max_bytes)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{name}: no such file") from None
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{name}: {str(exc).removeprefix('read_json: ')}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name}: not UTF-8 (byte {exc.start})") from None
+    try:
+        data = json.loads(
+            text,
+            parse_constant=no_constant,
+            parse_int=number(int),
+            parse_float=number(float),
+            object_pairs_hook=unique,
+        )
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}: not JSON ({exc})") from exc
+        raise ValueError(f"{name}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{name}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    if _depth(data) > MAX_DEPTH:
+        raise ValueError(f"{name}: nested too deeply (at most {MAX_DEPTH} levels)")
+    return data
 
 
 def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` to ``path`` as indented JSON with sorted keys, atomically (a temporary
-    name beside it, then a rename): a reader never sees half a file. Returns ``path``."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Write ``data`` to ``path`` as indented JSON with sorted keys, atomically (a unique
+    temporary name beside it, then a rename): a reader never sees half a file, and two writers
+    never share a temporary. Returns ``path``."""
+    text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    with atomic_target(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+    return Path(path)
 
 
 def check_results(data: Any, name: str = "results") -> dict[str, Any]:
@@ -332,6 +415,12 @@ def check_results(data: Any, name: str = "results") -> dict[str, Any]:
             raise ValueError(
                 f"{where}: verdict {rec['verdict']} but the interval [{rec['lo']}, {rec['hi']}] "
                 f"gives {verdict}"
+            )
+        times = rec["baseline_s"] / rec["trick_s"]
+        if not 1 / RATIO_TIMES_FACTOR <= rec["ratio"] / times <= RATIO_TIMES_FACTOR:
+            raise ValueError(
+                f"{where}: ratio {rec['ratio']:.4g} but its times say {times:.4g} "
+                f"(baseline_s / trick_s); more than {RATIO_TIMES_FACTOR:g}x apart"
             )
         coverage = interval_coverage(rec["rounds"])
         if not math.isclose(rec["coverage"], coverage, rel_tol=1e-9):

@@ -83,7 +83,7 @@ BAD = [
     ("id with a newline", _set(("machine", "id"), "m-2t\n"), ValueError, "one line"),
     ("gpu over 200 characters", _set(("machine", "gpu"), "g" * 201), ValueError, "long"),
     ("unknown machine key", _set(("machine", "x"), 1), ValueError, "Additional properties"),
-    ("chapter a/b", _chapter_named("a/b"), ValueError, r"chapters 'a/b' has characters"),
+    ("chapter a/b", _chapter_named("a/b"), ValueError, r"chapters? 'a/b' has characters"),
     ("chapter ..", _chapter_named(".."), ValueError, "has characters outside"),
     (
         "error with a newline",
@@ -332,11 +332,11 @@ def test_the_stored_results_pass_the_check_command(repo_root, capsys):
     [
         (lambda d, p: p.write_text("{", encoding="utf-8"), "not JSON"),
         (lambda d, p: p.write_text(json.dumps(d).replace("1.0", "NaN", 1)), "NaN is not a JSON"),
-        (lambda d, p: p.write_bytes(b'{"schema": "\xff"}'), "can't decode|invalid start byte"),
+        (lambda d, p: p.write_bytes(b'{"schema": "\xff"}'), "not UTF-8"),
         (lambda d, p: p.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
         (lambda d, p: p.write_text(json.dumps({**d, "source": "book"})), "must be named"),
         (lambda d, p: p.write_text(json.dumps({**d, "extra": 1})), "Additional properties"),
-        (lambda d, p: os.truncate(p, results_check.MAX_FILE_BYTES + 1), "more than 4,194,304"),
+        (lambda d, p: os.truncate(p, results_schema.MAX_FILE_BYTES + 1), "more than 4,194,304"),
     ],
 )
 def test_check_command_names_the_file_and_the_first_failed_check(tmp_path, capsys, plant, match):
@@ -359,7 +359,7 @@ def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path,
         results_check.check_file(link)
     with pytest.raises(ValueError, match="not a regular file"):
         results_check.check_file(tmp_path)
-    with pytest.raises(ValueError, match="not a regular file"):
+    with pytest.raises(ValueError, match="'absent.json': no such file"):
         results_check.check_file(tmp_path / "absent.json")
     one = write(tmp_path, results("book", threads=2))
     two = write(tmp_path, results("book", threads=4))
