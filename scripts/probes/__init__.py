@@ -5,4 +5,6 @@ Entry points (``python -m scripts.probes.<tool>``):
 - ``api``      every public callable of ``tricks_helpers``
 - ``storage``  every public name of ``tricks_helpers.storage`` (issue 24)
 - ``inputs``   resume, compiling, syncs and limits with bad inputs (issue 32)
+- ``records``  records, claims, skipped lines, checkpoints, results files, the runner's early
+  checks and ``python -m tricks_helpers.ddp`` with bad inputs (issue 42)
 """
