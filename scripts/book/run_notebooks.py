@@ -67,6 +67,7 @@ from scripts.book.machine_records import (
     write_results,
 )
 from scripts.book.notebook_run import execute_notebook
+from tricks_helpers._io import atomic_target
 from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, SCHEMA_VERSION, validate_record
 from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV, STATUSES
 from tricks_helpers.fields import CLAIM, RECORD, check_text, check_texts, one_line
@@ -211,9 +212,8 @@ def run_chapter(
     if write and done.ok and not problem:
         import nbformat
 
-        tmp_path = path.with_suffix(".ipynb.tmp")
-        nbformat.write(done.nb, tmp_path)
-        tmp_path.replace(path)
+        with atomic_target(path) as tmp_path:  # a unique temporary, then a rename
+            nbformat.write(done.nb, tmp_path)
     error = "; ".join(e for e in (done.error, problem) if e)
     return Outcome(path.name, done.seconds, error, records, claims, done.nb)
 

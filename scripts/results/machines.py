@@ -22,6 +22,7 @@ from scripts.book import machine_records
 from scripts.results.check import check_file
 from scripts.results.schema import check_files
 from tricks_helpers import charts
+from tricks_helpers._io import atomic_target
 from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured, fmt_ratio
 
 CHART_GLOB = "results_machines_*.svg"
@@ -196,8 +197,10 @@ def write_charts(files: list[dict], titles: dict[str, str], book: Path) -> None:
 
     want = expected_charts(files, titles)
     for name, data in want.items():
-        tmp = book / (name + ".tmp")
-        with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none", "font.size": 9}):
+        with (
+            atomic_target(book / name) as tmp,
+            plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none", "font.size": 9}),
+        ):
             fig = machines_chart(*data)
             fig.savefig(
                 tmp,
@@ -210,7 +213,6 @@ def write_charts(files: list[dict], titles: dict[str, str], book: Path) -> None:
                 },
             )
             plt.close(fig)
-        tmp.replace(book / name)
     for path in book.glob(CHART_GLOB):
         if path.name not in want:
             path.unlink()

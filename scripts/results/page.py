@@ -48,6 +48,7 @@ from scripts.results.machines import (
 )
 from scripts.results.rows import Chapter, apply_records, read_chapter
 from tricks_helpers import charts
+from tricks_helpers._io import atomic_target
 from tricks_helpers.bench import (
     NOISE_THRESHOLD,
     VERDICTS,
@@ -262,14 +263,13 @@ def write(
     """Write the page and (re)draw the charts, atomically."""
     write_charts(machines or [], _titles(chapters), book)
     page = book / PAGE_NAME
-    tmp = page.with_suffix(".md.tmp")
-    tmp.write_text(render(chapters, machines, compat), encoding="utf-8")
-    tmp.replace(page)
+    text = render(chapters, machines, compat)
+    with atomic_target(page) as tmp:  # unique temporaries, then a rename
+        tmp.write_text(text, encoding="utf-8")
     chart = book / CHART_NAME
     if any(ch.rows for ch in chapters):
-        tmp = chart.with_name(chart.name + ".tmp")
-        render_chart(chapters, tmp)
-        tmp.replace(chart)
+        with atomic_target(chart) as tmp:
+            render_chart(chapters, tmp)
     elif chart.exists():
         chart.unlink()
 
