@@ -3,6 +3,9 @@
 Entry points (``python -m scripts.probes.<tool>``):
 
 - ``api``      every public callable of ``tricks_helpers``
-- ``storage``  every public name of ``tricks_helpers.storage`` (issue 24)
+- ``storage``  every public name of ``tricks_helpers.storage`` (issue 24); its cases are
+               ``storage_writes``, ``storage_reads``, ``storage_untrusted`` on ``storage_stores``
 - ``inputs``   resume, compiling, syncs and limits with bad inputs (issue 32)
+
+Library: ``harness`` (a case in a forked child with a time limit, classed; the command line).
 """

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ __all__ = [
     "MACHINE_ID_PATTERN",
     "CHAPTER_PATTERN",
     "RESULTS_SCHEMA",
+    "schema_check",
     "check_results",
     "check_files",
     "file_name",
@@ -242,8 +243,6 @@ _Validator = jsonschema.validators.extend(
         {"integer": _is_integer, "number": _is_number}
     ),
 )
-_Validator.check_schema(RESULTS_SCHEMA)
-_VALIDATOR = _Validator(RESULTS_SCHEMA)
 
 
 def _where(name: str, path: Iterable[Any]) -> str:
@@ -276,6 +275,28 @@ def _error(name: str, error: jsonschema.ValidationError) -> Exception:
     message = error.message.replace(repr(error.instance), _short(error.instance))
     message = message if len(message) <= 300 else message[:297] + "..."
     return ValueError(f"{where}: {message}")
+
+
+def schema_check(schema: Mapping[str, Any]) -> Callable[[Any, str], None]:
+    """The one way a schema here checks data: ``check(data, name)`` raises the project's errors.
+
+    The schema is checked itself first (a draft 2020-12 schema, with this module's finite
+    numbers and integers that are not bools); ``check`` raises the best match of its complaints
+    as :func:`_error` words them (a TypeError for a wrong type, a ValueError naming where).
+    Used by :func:`check_results` and ``scripts.compat.schema.check_compat``.
+    """
+    _Validator.check_schema(schema)
+    validator = _Validator(schema)
+
+    def check(data: Any, name: str) -> None:
+        errors = list(validator.iter_errors(data))
+        if errors:
+            raise _error(name, jsonschema.exceptions.best_match(errors))
+
+    return check
+
+
+_CHECK = schema_check(RESULTS_SCHEMA)
 
 
 def read_json(path: Path) -> Any:
@@ -318,9 +339,7 @@ def check_results(data: Any, name: str = "results") -> dict[str, Any]:
             gives, whose coverage is not the one its rounds give, or whose chapter the file
             does not list.
     """
-    errors = list(_VALIDATOR.iter_errors(data))
-    if errors:
-        raise _error(name, jsonschema.exceptions.best_match(errors))
+    _CHECK(data, name)
     for i, rec in enumerate(data["records"]):
         where = f"{name}: record {i} ({rec['label'][:60]!r})"
         if not rec["lo"] <= rec["ratio"] <= rec["hi"]:
