@@ -278,13 +278,8 @@ def _error(name: str, error: jsonschema.ValidationError) -> Exception:
 
 
 def schema_check(schema: Mapping[str, Any]) -> Callable[[Any, str], None]:
-    """The one way a schema here checks data: ``check(data, name)`` raises the project's errors.
-
-    The schema is checked itself first (a draft 2020-12 schema, with this module's finite
-    numbers and integers that are not bools); ``check`` raises the best match of its complaints
-    as :func:`_error` words them (a TypeError for a wrong type, a ValueError naming where).
-    Used by :func:`check_results` and ``scripts.compat.schema.check_compat``.
-    """
+    """``check(data, name)`` for ``schema`` (itself checked first): raises the best match of its
+    complaints as :func:`_error` words them. Used here and by ``compat.schema.check_compat``."""
     _Validator.check_schema(schema)
     validator = _Validator(schema)
 
