@@ -23,7 +23,7 @@ import signal
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ __all__ = [
     "run_case",
     "run_cases",
     "report",
+    "probe_command",
 ]
 
 CLASSES = ("clear error", "correct", "obscure", "silent wrong", "crash", "hang")
@@ -138,3 +139,26 @@ def report(rows: list[tuple[str, str, str]], width: int) -> int:
     counts = Counter(kind for _, kind, _ in rows)
     print("counts: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in CLASSES) + f" (of {len(rows)})")
     return 1 if any(counts.get(k) for k in ("silent wrong", "crash", "hang")) else 0
+
+
+Probe = Callable[..., list[tuple[str, str, str]]]
+
+
+def probe_command(
+    cases: Callable[[], Iterable[tuple[str, Callable[[Path], Any], Any]]],
+    classify: Callable,
+    timeout: float,
+    width: int,
+) -> tuple[Probe, Callable[[Sequence[str]], int]]:
+    """A probe's ``probe(timeout=..., only=None)`` (the rows) and ``main(argv)`` (its command:
+    ``argv[1]``, when given, filters the labels), the same for every probe."""
+
+    def probe(timeout: float = timeout, only: str | None = None) -> list[tuple[str, str, str]]:
+        import torch  # noqa: F401  (imported once here, not in every child)
+
+        return run_cases(cases(), timeout, classify, only)
+
+    def main(argv: Sequence[str]) -> int:
+        return report(probe(only=argv[1] if len(argv) > 1 else None), width)
+
+    return probe, main

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from scripts.probes.harness import ERROR, classify_outcome, equals, report, run_cases
+from scripts.probes.harness import ERROR, classify_outcome, equals, probe_command
 
 _DOCUMENTED = (TypeError, ValueError, IndexError, RuntimeError, OSError)
 _CONTEXT = (
@@ -332,15 +332,8 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     return c
 
 
-def probe(timeout: float = 120.0, only: str | None = None) -> list[tuple[str, str, str]]:
-    """Run every case (those whose label contains ``only``); ``[(label, class, detail)]``."""
-    import torch  # noqa: F401  (imported once here, not in every child)
-
-    return run_cases(_cases(), timeout, classify, only)
-
-
-def main(argv: list[str]) -> int:
-    return report(probe(only=argv[1] if len(argv) > 1 else None), width=48)
+#: ``probe(timeout=120.0, only=None)``: the rows; ``main(argv)``: the command (harness).
+probe, main = probe_command(_cases, classify, timeout=120.0, width=48)
 
 
 if __name__ == "__main__":

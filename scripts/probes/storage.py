@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from scripts.probes.harness import classify_outcome, report, run_cases
+from scripts.probes.harness import classify_outcome, probe_command
 from scripts.probes.storage_reads import read_cases
 from scripts.probes.storage_untrusted import untrusted_file_cases
 from scripts.probes.storage_writes import write_cases
@@ -60,15 +60,8 @@ def cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     return write_cases() + read_cases() + untrusted_file_cases()
 
 
-def probe(timeout: float = 30.0, only: str | None = None) -> list[tuple[str, str, str]]:
-    """Run every case (those whose label contains ``only``); ``[(label, class, detail)]``."""
-    import torch  # noqa: F401  (imported once here, not in every child)
-
-    return run_cases(cases(), timeout, classify, only)
-
-
-def main(argv: list[str]) -> int:
-    return report(probe(only=argv[1] if len(argv) > 1 else None), width=45)
+#: ``probe(timeout=30.0, only=None)``: the rows; ``main(argv)``: the command (harness).
+probe, main = probe_command(cases, classify, timeout=30.0, width=45)
 
 
 if __name__ == "__main__":
