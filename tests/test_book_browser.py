@@ -36,7 +36,8 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 from scripts.book.find_notebooks import toc_pages
-from scripts.release.pdf import (  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.release.pdf import (
+    CHROMIUM_ARGS,
     PDF_NAME,
     pdf_facts,
 )
@@ -192,15 +193,7 @@ def browser():
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
+            args=CHROMIUM_ARGS,  # the PDF's flags: one list (scripts/release/pdf.py)
         )
         yield b
         b.close()

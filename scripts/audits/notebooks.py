@@ -57,7 +57,6 @@ Only the standard library and this repository's scripts are used.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import math
 import re
@@ -66,10 +65,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.audits.claims import claims_problems, roof_problems
+from scripts.audits.code_cells import (
+    MEASURED_TABLE,
+    helper_imports,
+    import_problems,
+    padded_measured_values,
+    timing_calls_without_device,
+)
 from scripts.audits.device_branches import device_branch_problems, device_names
 from scripts.audits.recipes import folding_problems, recipe_problems
 from scripts.book.find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
-from scripts.book.notebook_cells import output_text, python_tree, stored_text
+from scripts.book.notebook_cells import output_text, stored_text
 from scripts.release.colab_runtime import has_gpu_branch, has_gpu_runtime
 
 MIN_COMPARED = 0.80
@@ -80,7 +86,6 @@ _MARKER = re.compile(r"^\s*#+\s*((?:NBVAL|PYTEST_VALIDATE)_[A-Z_]+)")
 _MACHINE_PATH = re.compile(
     r"(/tmp/|/home/|/root/|/work/|/usr/local/lib/python|site-packages/|C:\\\\Users)"
 )
-_TIMING_CALLS = ("measure", "compare", "compare_many")
 CONFIDENCE = 0.95  # the target of bench.median_interval (the test checks they agree)
 _DETAILS_COVERAGE = re.compile(
     r"^  baseline .*?; (?P<rounds>\d+) rounds(?: x \d+ calls)?(?:, (?P<label>\d+)% interval)?"
@@ -93,7 +98,6 @@ _TABLE_ROW = re.compile(rf"\]\s+(?P<rounds>\d+)\s+(?P<label>\d+)%\s+(?:{'|'.join
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
-ONE_IMPORT_FORM = "one-import-form: `from tricks_helpers import a, b`, once, in the set-up cell"
 _COMMENT_TAGS = {  # nbval's comment markers, as the tag that means the same
     "NBVAL_IGNORE_OUTPUT": {"nbval-ignore-output"},
     "PYTEST_VALIDATE_IGNORE_OUTPUT": {"nbval-ignore-output"},
@@ -136,128 +140,6 @@ def _figure_problem(meta: dict) -> str:
         if not (isinstance(value, str) and value.strip())
     ]
     return ", ".join(missing)
-
-
-def helper_imports(src: str) -> list[ast.Import | ast.ImportFrom]:
-    """The statements of a cell that import ``tricks_helpers`` (code only: text in a string,
-    such as a script handed to a subprocess, is not an import of this kernel)."""
-    tree = python_tree(src)
-    if tree is None:
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0:
-            if (node.module or "").split(".")[0] == "tricks_helpers":
-                found.append(node)
-        elif isinstance(node, ast.Import):
-            if any(a.name.split(".")[0] == "tricks_helpers" for a in node.names):
-                found.append(node)
-    return sorted(found, key=lambda n: n.lineno)
-
-
-def import_problems(cell: int, src: str, seen: int | None) -> list[str]:
-    """What breaks the one import form in one cell's source (``seen``: cell of the first import).
-
-    Returns:
-        One message per offending statement, naming the rule ``one-import-form``.
-    """
-    problems = []
-    for node in helper_imports(src):
-        statement = " ".join((ast.get_source_segment(src, node) or ast.unparse(node)).split())
-        if isinstance(node, ast.Import) or node.module != "tricks_helpers":
-            problems.append(f"cell {cell}: {statement!r} breaks {ONE_IMPORT_FORM}")
-        elif any(a.asname for a in node.names):
-            problems.append(f"cell {cell}: alias in {statement!r} breaks {ONE_IMPORT_FORM}")
-        elif seen is not None:
-            problems.append(
-                f"cell {cell}: second import of the package (first in cell {seen}) "
-                f"breaks {ONE_IMPORT_FORM}"
-            )
-        seen = cell if seen is None else seen
-    return problems
-
-
-def timing_calls_without_device(src: str) -> list[str]:
-    """Names of the ``bench`` timing calls in ``src`` that pass no ``device=`` keyword.
-
-    Lines of IPython syntax (``%magic``, ``!shell``) are blanked first; a cell that still is
-    not Python is not checked (nbval reports it when it runs).
-    """
-    tree = python_tree(src)
-    if tree is None:
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _TIMING_CALLS
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "bench"
-            and not any(k.arg in ("device", None) for k in node.keywords)
-        ):
-            found.append(f"bench.{node.func.attr} (line {node.lineno})")
-    return found
-
-
-MEASURED_TABLE = "measured-table: measured rows go through bench.measured_table"
-_MEASURED_CALLS = {"fmt_time", "fmt_measured", "Measured"}
-# a format spec that sets a width: [[fill]align][sign][z][#][0]width (the 0 flag alone is none)
-_SPEC_WIDTH = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?[1-9]")
-
-
-def _pads_to_a_width(field: ast.FormattedValue) -> bool:
-    spec = field.format_spec
-    if not isinstance(spec, ast.JoinedStr):
-        return False
-    text = ""
-    for part in spec.values:
-        if isinstance(part, ast.FormattedValue):  # {claim:{width}}: a width from a variable
-            return "." not in text
-        text += str(part.value)
-    return bool(_SPEC_WIDTH.match(text))
-
-
-def _is_measured(field: ast.FormattedValue) -> bool:
-    for node in ast.walk(field.value):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-            if name in _MEASURED_CALLS:
-                return True
-    return False
-
-
-def padded_measured_values(src: str) -> list[str]:
-    """Rule ``measured-table``: the f-strings of ``src`` that align a measured value by hand.
-
-    A field holds a measured value when it calls ``fmt_time``, ``fmt_measured`` or
-    ``Measured``, or follows a ``~``. An f-string (implicitly concatenated parts count as one)
-    is flagged when such a field is padded to a width, or when a padded field comes after
-    one (its place then moves with the measured digits). A padded label *before* the measured
-    values is not flagged: it moves nothing the sanitize file does not mask. A cell that is not
-    Python (after blanking IPython lines) is not checked.
-
-    Returns:
-        ``"line N"`` for each flagged f-string, in source order.
-    """
-    tree = python_tree(src)
-    if tree is None:
-        return []
-    found = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.JoinedStr):
-            continue
-        seen_measured = False
-        for before, part in zip([None, *node.values], node.values):
-            if not isinstance(part, ast.FormattedValue):
-                continue
-            tilde = isinstance(before, ast.Constant) and str(before.value).endswith("~")
-            measured = tilde or _is_measured(part)
-            if _pads_to_a_width(part) and (measured or seen_measured):
-                found.add(node.lineno)
-            seen_measured = seen_measured or measured
-    return [f"line {n}" for n in sorted(found)]
 
 
 def coverage_percent(rounds: int, confidence: float = CONFIDENCE) -> int:

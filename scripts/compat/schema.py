@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scripts.results.schema import CHAPTER_PATTERN, MACHINE_ID_PATTERN, _error, _text, _Validator
+from scripts.results.schema import CHAPTER_PATTERN, MACHINE_ID_PATTERN, _text, schema_check
 from tricks_helpers.fields import SKIPPED
 
 __all__ = ["COMPAT_SCHEMA_VERSION", "RELEASE_PATTERN", "COMPAT_SCHEMA", "check_compat", "file_name"]
@@ -102,8 +102,7 @@ COMPAT_SCHEMA: dict[str, Any] = {
     },
 }
 
-_Validator.check_schema(COMPAT_SCHEMA)
-_VALIDATOR = _Validator(COMPAT_SCHEMA)
+_CHECK = schema_check(COMPAT_SCHEMA)
 
 
 def check_compat(data: Any, name: str = "compat") -> dict[str, Any]:
@@ -118,11 +117,7 @@ def check_compat(data: Any, name: str = "compat") -> dict[str, Any]:
             id with other characters, a failed chapter without an error, ...) or a ``torch``
             that is not the ``torch_release`` (its local part, ``+cpu``, aside).
     """
-    errors = list(_VALIDATOR.iter_errors(data))
-    if errors:
-        import jsonschema
-
-        raise _error(name, jsonschema.exceptions.best_match(errors))
+    _CHECK(data, name)
     if data["torch"].split("+")[0] != data["torch_release"]:
         raise ValueError(
             f"{name}: torch {data['torch']!r} is not release {data['torch_release']!r}"

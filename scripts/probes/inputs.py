@@ -1,10 +1,10 @@
 """Probe the modules of issue 32 (parts 3 and 4) with bad inputs: resume, compiling, syncs, limits.
 
-The storage cases are in ``scripts/probes/storage.py`` (its ``_untrusted_file_cases``); this
-probe runs each case the same way, in a forked child with a time limit, and classes it as
-``correct``, ``clear error``, ``obscure``, ``silent wrong``, ``crash`` or ``hang`` (see that
-script). Here a documented error also includes ``RuntimeError`` and ``OSError`` with a message
-naming the function.
+The storage cases are in ``scripts/probes/storage_untrusted.py``; this probe runs each case the
+same way (:mod:`scripts.probes.harness`: a forked child with a time limit), and classes it as
+``correct``, ``clear error``, ``obscure``, ``silent wrong``, ``crash`` or ``hang``. Here a
+documented error also includes ``RuntimeError`` and ``OSError`` with a message naming the
+function.
 
 Run: ``python -m scripts.probes.inputs [label filter]`` (one line per case, then the counts; exit
 status 1 when any case is silent wrong, a crash or a hang).
@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from scripts.probes.storage import CLASSES, ERROR, _classify_outcome, _is, _run_case
+from scripts.probes.harness import ERROR, classify_outcome, equals, probe_command
 
 _DOCUMENTED = (TypeError, ValueError, IndexError, RuntimeError, OSError)
 _CONTEXT = (
@@ -36,7 +35,7 @@ _CONTEXT = (
     "machine_facts",
     "ck.pt",
 )
-classify = partial(_classify_outcome, documented=_DOCUMENTED, context=_CONTEXT)
+classify = partial(classify_outcome, documented=_DOCUMENTED, context=_CONTEXT)
 
 
 def _ckpt(t: Path, steps: int = 2, edit: Callable[[dict], dict] | None = None) -> Path:
@@ -239,8 +238,8 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     c.append(
         ("save_checkpoint run=None", lambda t: resume.save_checkpoint(None, t / "ck.pt"), ERROR)
     )
-    c.append(("checkpoint before the first step resumes bitwise", _before_first_step, _is(True)))
-    c.append(("two resume_in_fresh_process at once", _concurrent, _is(True)))
+    c.append(("checkpoint before the first step resumes bitwise", _before_first_step, equals(True)))
+    c.append(("two resume_in_fresh_process at once", _concurrent, equals(True)))
     # ---- compiling.params_max_diff
     nan = float("nan")
     for label, edit, expect in [
@@ -283,12 +282,12 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
         ("repeat_interleave", lambda: x.repeat_interleave(m.long())),
         ("torch.where(mask)", lambda: torch.where(m)),
     ]:
-        c.append((f"host_reads {label}", lambda t, f=fn: syncs.host_reads(f), _is(1)))
+        c.append((f"host_reads {label}", lambda t, f=fn: syncs.host_reads(f), equals(1)))
     c.append(
         (
             "host_reads x[int index]",
             lambda t: syncs.host_reads(lambda: x[torch.tensor([1])]),
-            _is(0),
+            equals(0),
         )
     )
 
@@ -333,24 +332,8 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     return c
 
 
-def probe(timeout: float = 120.0, only: str | None = None) -> list[tuple[str, str, str]]:
-    """Run every case (those whose label contains ``only``); ``[(label, class, detail)]``."""
-    import torch  # noqa: F401  (imported once here, not in every child)
-
-    rows = []
-    for label, call, expect in _cases():
-        if only is None or only in label:
-            rows.append((label, *_run_case(call, expect, timeout, classify)))
-    return rows
-
-
-def main(argv: list[str]) -> int:
-    rows = probe(only=argv[1] if len(argv) > 1 else None)
-    for label, kind, detail in rows:
-        print(f"{kind:12s} | {label:48s} | {detail}")
-    counts = Counter(kind for _, kind, _ in rows)
-    print("counts: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in CLASSES) + f" (of {len(rows)})")
-    return 1 if any(counts.get(k) for k in ("silent wrong", "crash", "hang")) else 0
+#: ``probe(timeout=120.0, only=None)``: the rows; ``main(argv)``: the command (harness).
+probe, main = probe_command(_cases, classify, timeout=120.0, width=48)
 
 
 if __name__ == "__main__":

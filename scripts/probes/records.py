@@ -2,7 +2,7 @@
 (``tricks_helpers.fields`` and its users), the checkpoint reader, the strict JSON reader and the
 results schema, the runner's early checks, ``python -m tricks_helpers.ddp`` and a deleted store.
 
-Each case runs as in ``scripts/probes/storage.py``: in a forked child with a time limit, classed
+Each case runs through ``scripts/probes/harness.py``: in a forked child with a time limit, classed
 ``correct``, ``clear error``, ``obscure``, ``silent wrong``, ``crash`` or ``hang``.
 
 Run: ``python -m scripts.probes.records [label filter]`` (one line per case, then the counts;
@@ -17,13 +17,12 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from scripts.probes.storage import CLASSES, ERROR, _classify_outcome, _run_case
+from scripts.probes.harness import ERROR, classify_outcome, probe_command
 
 _DOCUMENTED = (TypeError, ValueError, OSError, RuntimeError)
 _CONTEXT = (
@@ -42,7 +41,7 @@ _CONTEXT = (
     "one_line",
     "chapter name",
 )
-classify = partial(_classify_outcome, documented=_DOCUMENTED, context=_CONTEXT)
+classify = partial(classify_outcome, documented=_DOCUMENTED, context=_CONTEXT)
 
 
 def _comparison(label: str = "x", speedup: float = 2.0) -> Any:
@@ -432,24 +431,8 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     return c
 
 
-def probe(timeout: float = 120.0, only: str | None = None) -> list[tuple[str, str, str]]:
-    """Run every case (those whose label contains ``only``); ``[(label, class, detail)]``."""
-    import torch  # noqa: F401  (imported once here, not in every child)
-
-    rows = []
-    for label, call, expect in _cases():
-        if only is None or only in label:
-            rows.append((label, *_run_case(call, expect, timeout, classify)))
-    return rows
-
-
-def main(argv: list[str]) -> int:
-    rows = probe(only=argv[1] if len(argv) > 1 else None)
-    for label, kind, detail in rows:
-        print(f"{kind:12s} | {label:48s} | {detail}")
-    counts = Counter(kind for _, kind, _ in rows)
-    print("counts: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in CLASSES) + f" (of {len(rows)})")
-    return 1 if any(counts.get(k) for k in ("silent wrong", "crash", "hang")) else 0
+#: ``probe(timeout=120.0, only=None)``: the rows; ``main(argv)``: the command (harness).
+probe, main = probe_command(_cases, classify, timeout=120.0, width=48)
 
 
 if __name__ == "__main__":

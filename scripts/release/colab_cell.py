@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     if args.check and stale:
         print(
             f"colab_cell: stale set-up cell or badge in {', '.join(stale)}; "
-            "run scripts/release/colab_cell.py",
+            "run make colab (python -m scripts.release.colab_cell)",
             file=sys.stderr,
         )
         return 1

@@ -36,8 +36,8 @@ PDF_NAME = "pytorch-tricks-executed.pdf"
 SINGLEHTML = ROOT / "_build" / "singlehtml" / "book" / "intro.html"  # _toc.yml's root
 OUT = ROOT / "_build" / "html" / PDF_NAME
 
-# The browser test's flags (tests/test_book_browser.py): no sandbox (root in CI), no GPU, no
-# network chatter.
+# Chromium's flags, here and in the browser test (tests/test_book_browser.py imports them): no
+# sandbox (root in CI), no GPU, no network chatter.
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ __all__ = [
     "DRAWN_RANGE",
     "read_json",
     "write_json",
+    "schema_check",
     "check_results",
     "check_files",
     "file_name",
@@ -253,8 +254,6 @@ _Validator = jsonschema.validators.extend(
         {"integer": _is_integer, "number": _is_number}
     ),
 )
-_Validator.check_schema(RESULTS_SCHEMA)
-_VALIDATOR = _Validator(RESULTS_SCHEMA)
 
 
 def _where(name: str, path: Iterable[Any]) -> str:
@@ -287,6 +286,23 @@ def _error(name: str, error: jsonschema.ValidationError) -> Exception:
     message = error.message.replace(repr(error.instance), _short(error.instance))
     message = message if len(message) <= 300 else message[:297] + "..."
     return ValueError(f"{where}: {message}")
+
+
+def schema_check(schema: Mapping[str, Any]) -> Callable[[Any, str], None]:
+    """``check(data, name)`` for ``schema`` (itself checked first): raises the best match of its
+    complaints as :func:`_error` words them. Used here and by ``compat.schema.check_compat``."""
+    _Validator.check_schema(schema)
+    validator = _Validator(schema)
+
+    def check(data: Any, name: str) -> None:
+        errors = list(validator.iter_errors(data))
+        if errors:
+            raise _error(name, jsonschema.exceptions.best_match(errors))
+
+    return check
+
+
+_CHECK = schema_check(RESULTS_SCHEMA)
 
 
 #: The deepest nesting and the longest number a results or compat file may hold.
@@ -401,9 +417,7 @@ def check_results(data: Any, name: str = "results") -> dict[str, Any]:
             gives, whose coverage is not the one its rounds give, or whose chapter the file
             does not list.
     """
-    errors = list(_VALIDATOR.iter_errors(data))
-    if errors:
-        raise _error(name, jsonschema.exceptions.best_match(errors))
+    _CHECK(data, name)
     for i, rec in enumerate(data["records"]):
         where = f"{name}: record {i} ({rec['label'][:60]!r})"
         if not rec["lo"] <= rec["ratio"] <= rec["hi"]:

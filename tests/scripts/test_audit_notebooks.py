@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from scripts.audits import code_cells
 from scripts.audits import notebooks as audit_notebooks
 from scripts.book.notebook_cells import stored_text
 from tricks_helpers import bench
@@ -212,8 +213,8 @@ def test_timing_calls_need_a_device(make_notebook):
 
 
 def test_timing_calls_without_device_skips_what_is_not_python():
-    assert audit_notebooks.timing_calls_without_device("def (:\n  bench.compare(1)") == []
-    assert audit_notebooks.timing_calls_without_device("!ls\nbench.measure(f)") == [
+    assert code_cells.timing_calls_without_device("def (:\n  bench.compare(1)") == []
+    assert code_cells.timing_calls_without_device("!ls\nbench.measure(f)") == [
         "bench.measure (line 2)"
     ]
 
@@ -380,7 +381,7 @@ MEASURED_TABLE_PROBLEM = (
     ],
 )
 def test_measured_values_aligned_by_hand(source, lines):
-    assert audit_notebooks.padded_measured_values(source) == [f"line {n}" for n in lines]
+    assert code_cells.padded_measured_values(source) == [f"line {n}" for n in lines]
 
 
 def test_a_planted_hand_aligned_measured_row_fails_and_a_table_passes(make_notebook):
@@ -400,7 +401,6 @@ def test_no_stored_chapter_aligns_a_measured_value_by_hand():
             if cell["cell_type"] == "code":
                 src = stored_text(cell["source"])
                 hits += [
-                    f"{path.name} cell {i}, {w}"
-                    for w in audit_notebooks.padded_measured_values(src)
+                    f"{path.name} cell {i}, {w}" for w in code_cells.padded_measured_values(src)
                 ]
     assert hits == []

@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from scripts.probes import harness
 from scripts.probes import storage as probe
 from tricks_helpers import storage
 
@@ -14,24 +15,26 @@ from tricks_helpers import storage
 @pytest.mark.parametrize(
     "run, expect, kind",
     [
-        (lambda: 3, probe.ERROR, "silent wrong"),
+        (lambda: 3, harness.ERROR, "silent wrong"),
         (lambda: 3, lambda got: got == 4, "silent wrong"),
         (lambda: 3, lambda got: got == 3, "correct"),
-        (lambda: storage.verify(None), probe.ERROR, "clear error"),
-        (lambda: {}["x"], probe.ERROR, "obscure"),
-        (lambda: int("x"), probe.ERROR, "obscure"),  # a ValueError naming no argument
-        (lambda: 1 / 0, probe.Raises(ZeroDivisionError), "correct"),
+        (lambda: storage.verify(None), harness.ERROR, "clear error"),
+        (lambda: {}["x"], harness.ERROR, "obscure"),
+        (lambda: int("x"), harness.ERROR, "obscure"),  # a ValueError naming no argument
+        (lambda: 1 / 0, harness.Raises(ZeroDivisionError), "correct"),
         (lambda: iter([1, 2]), lambda got: got == [1, 2], "correct"),  # iterators consumed
     ],
 )
 def test_outcomes_are_classed(run, expect, kind):
-    assert probe._classify_outcome(run, expect)[0] == kind
+    assert probe.classify(run, expect)[0] == kind
 
 
 def test_crashes_and_hangs_are_caught_in_the_child(tmp_path):
-    crash = probe._run_case(lambda t: os.kill(os.getpid(), signal.SIGKILL), probe.ERROR, 10)
+    crash = harness.run_case(
+        lambda t: os.kill(os.getpid(), signal.SIGKILL), harness.ERROR, 10, probe.classify
+    )
     assert crash == ("crash", "killed by SIGKILL")
-    hang = probe._run_case(lambda t: signal.pause(), probe.ERROR, 0.5)
+    hang = harness.run_case(lambda t: signal.pause(), harness.ERROR, 0.5, probe.classify)
     assert hang[0] == "hang"
 
 
