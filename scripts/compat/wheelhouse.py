@@ -13,7 +13,7 @@ package index, downloads for the target Python and platform (not this machine's)
   nbclient, nbformat, ipykernel, jsonschema, lmdb, simplejpeg, torchinfo at their
   ``requirements.txt`` pins, and torchao from the host torch's row of ``TORCHAO_FOR_TORCH``
   (``scripts/compat/env.py``); myst-nb without its dependencies (:data:`WITHOUT_DEPS`: the
-  claims cells call ``myst_nb.glue``, which needs only IPython);
+  claims cells call ``myst_nb.glue``, which needs only IPython and docutils);
 - their whole dependency closure for that Python and platform, then drops the wheels of
   :data:`HOST_HAS` (the host's own copies serve);
 - writes ``requirements.txt`` (the pins) and ``MANIFEST.txt`` (every wheel, its size) into the
@@ -46,9 +46,9 @@ NEEDED = (
     "simplejpeg",
     "torchinfo",
 )
-# the claims cells glue their tip clause with myst_nb.glue, which imports only IPython: myst-nb
-# comes without its Sphinx closure (babel, sphinx, sqlalchemy: about 25 MB)
-WITHOUT_DEPS = ("myst-nb",)
+# the claims cells glue their tip clause with myst_nb.glue, which imports only IPython and
+# docutils: myst-nb comes without its Sphinx closure (babel, sphinx, sqlalchemy: about 25 MB)
+WITHOUT_DEPS = ("myst-nb", "docutils")
 # a torch image's usual set: torch and what it needs, and the big scientific wheels. Their
 # wheels are dropped from the closure (the host's copies serve; gpu_run checks they are there).
 HOST_HAS = frozenset(

@@ -194,7 +194,8 @@ def render(
             "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if with_why else ""),
         ]
         for r in ch.rows:
-            speedup = f"{fmt_ratio(r.ratio)}x [{fmt_ratio(r.lo)}-{fmt_ratio(r.hi)}]"
+            lo = fmt_ratio(r.lo) if r.lo > 0 else "0.00"  # a bound the table printed as 0.00
+            speedup = f"{fmt_ratio(r.ratio)}x [{lo}-{fmt_ratio(r.hi)}]"
             cells = [
                 cell_text(r.label),
                 cell_text(r.baseline or "?"),
