@@ -26,6 +26,15 @@
 #                  Its own venv .venv-compat-<TORCH> (a CUDA build: ~4 GB; the pinned torch of
 #                  requirements.txt uses .venv); the machine's pip cap is lifted for it only
 #   make newest    make compat TORCH=$(NEWEST_TORCH), the newest torch the registry serves
+#   make wheelhouse   (where the package index is reachable) the wheels a GPU host with its own
+#                  CUDA torch lacks, for WHEEL_PYTHON (3.12) on WHEEL_PLATFORM (manylinux x86_64),
+#                  torchao for HOST_TORCH (2.11.0), into WHEELHOUSE (.wheelhouse, ignored by git;
+#                  about 20 MB, refused over 30 MB): scripts/compat/wheelhouse.py
+#   make gpu-run WHEELHOUSE=.wheelhouse   (on the GPU host, no network) stops unless torch sees
+#                  CUDA; installs the wheelhouse offline beside the host's torch (GPU_PYTHON, never
+#                  reinstalled), then in parallel: nbval over every chapter (lines naming the torch
+#                  release masked), the CUDA unit tests, the survey record into results/; logs,
+#                  record and a one-screen summary in GPU_OUT (_build/gpu-run): scripts/compat/gpu_run.py
 #   make lock      regenerate constraints.txt (every package of .venv, pinned) from .venv
 #   make release-check   the release ref, package version and stamped Colab cells agree
 #                  (RELEASE_FLAGS=--publishing also requires the tag to exist)
@@ -66,6 +75,7 @@ export MPLCONFIGDIR := $(abspath $(VENV))/mplconfig
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest compat \
+	wheelhouse gpu-run \
 	browser-deps clean lock release-check survey survey-compare pdf shapes actionlint
 
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
@@ -195,6 +205,22 @@ compat: $(COMPAT_DEP)
 
 newest:
 	$(MAKE) compat TORCH=$(NEWEST_TORCH) NB="$(NB)"
+
+# The GPU host's run (scripts/compat/gpu_run.py says what each step does). Neither target needs
+# .venv: the wheelhouse is fetched by pip for another Python and platform, and the GPU run uses
+# the host's own Python and torch.
+WHEELHOUSE     ?= .wheelhouse
+WHEEL_PYTHON   ?= 3.12
+WHEEL_PLATFORM ?= manylinux_2_28_x86_64
+HOST_TORCH     ?= 2.11.0
+GPU_PYTHON     ?= python3
+GPU_OUT        ?= _build/gpu-run
+wheelhouse:
+	PIP_CONSTRAINT=/dev/null $(PYTHON) -m scripts.compat.wheelhouse --dest $(WHEELHOUSE) \
+		--python $(WHEEL_PYTHON) --platform $(WHEEL_PLATFORM) --host-torch $(HOST_TORCH)
+
+gpu-run:
+	$(GPU_PYTHON) -m scripts.compat.gpu_run --wheelhouse $(WHEELHOUSE) --out $(GPU_OUT) $(NB)
 
 clean:
 	rm -rf _build

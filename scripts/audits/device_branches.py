@@ -146,3 +146,130 @@ def device_branch_problems(cell: int, src: str, names: set[str] = frozenset()) -
                 f"line(s) on its two sides in a compared cell (rule {ONE_OUTPUT_PER_DEVICE})"
             )
     return problems
+
+
+# --- rule same-text-every-device (issue 41): device-dependent text outside any `if` ----------
+SAME_TEXT_EVERY_DEVICE = "same-text-every-device"
+_DEVICE_ATTRS = ("device", "is_cuda")
+_COUNTED_CLAIMS = ("from_count",)
+
+
+def _mentions_device(expr: ast.AST, names: set[str]) -> bool:
+    """Whether the value of ``expr`` depends on a device fact: it reads a name bound to one,
+    ``x.device``/``x.is_cuda`` or ``torch.cuda.is_available()``, or it is ``a if <device test>
+    else b``. A comparison is left out (``backend == expected``: a bool the cell asserts), but
+    not a device test choosing between two texts."""
+    if isinstance(expr, ast.IfExp) and _is_device_test(expr.test, names):
+        return True
+    if isinstance(expr, ast.Compare):
+        return False
+    if isinstance(expr, ast.Name):
+        return expr.id in names
+    if isinstance(expr, ast.Attribute) and expr.attr in _DEVICE_ATTRS:
+        return True
+    if isinstance(expr, ast.Call) and _DEVICE_VALUE.search(ast.unparse(expr.func) + "("):
+        return True
+    return any(_mentions_device(child, names) for child in ast.iter_child_nodes(expr))
+
+
+def _bound_names(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _flow(tree: ast.Module, names: set[str], derived: set[str]) -> None:
+    """Update ``derived``, in source order, with the names bound to a value computed directly
+    from the device (``copies = count(lambda: x.to(device))``); a name bound again from anything
+    else leaves it. Not transitive: a value computed from such a name is not followed."""
+    binds = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            binds.append((node.lineno, node.col_offset, targets, node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            where = node.target
+            binds.append((where.lineno, where.col_offset, [node.target], node.iter))
+    for _, _, targets, value in sorted(binds, key=lambda b: (b[0], b[1])):
+        bound = set().union(*(_bound_names(t) for t in targets))
+        if _mentions_device(value, names):  # direct: a count of work done on the device
+            derived |= bound
+        else:
+            derived -= bound
+
+
+def _counted_claims_in_branches(tree: ast.Module, names: set[str]) -> list[int]:
+    """Lines of counted claims (``claims.from_count``, ``Claim`` without ``measured=True``)
+    made inside a branch on the device: the claims table prints their evidence, compared."""
+    lines = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and _is_device_test(node.test, names)):
+            continue
+        for call in ast.walk(ast.Module(body=node.body + node.orelse, type_ignores=[])):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            measured = [k.value for k in call.keywords if k.arg == "measured"]
+            counted_claim = name == "Claim" and not (
+                measured and isinstance(measured[0], ast.Constant) and measured[0].value is True
+            )
+            if name in _COUNTED_CLAIMS or counted_claim:
+                lines.append(call.lineno)
+    return sorted(set(lines))
+
+
+def device_text_problems(
+    cell: int, src: str, names: set[str], derived: set[str], *, compared: bool = True
+) -> list[str]:
+    """Rule ``same-text-every-device``: a compared cell prints the same text on every device,
+    wherever the device enters, not only inside an ``if`` (issue 41). It finds
+
+    - a ``print``/``display`` (other than one ``[hardware] `` line) whose arguments read a
+      device fact (``f"({device}: ...)"``, ``"copies" if device == "cuda" else "none"``);
+    - a ``why=`` text (printed in a compared verdict table) built from a value computed from
+      the device (``copies = count(lambda: x.to(device))``, tracked from cell to cell in
+      ``derived``, which this call updates);
+    - a counted claim made inside a branch on the device (its evidence line is compared,
+      while the other side prints another; a GPU-only fact is a ``measured=True`` claim).
+
+    ``names``: the names bound to a device fact so far (:func:`device_names`). With
+    ``compared=False`` (an ``nbval-ignore-output`` cell) only ``derived`` is updated.
+    """
+    tree = python_tree(src)
+    if tree is None:
+        return []
+    names = set(names)
+    _flow(tree, names, derived)
+    if not compared:
+        return []
+    problems = []
+    rule = f"(rule {SAME_TEXT_EVERY_DEVICE}: print it on a masked line or in an uncompared cell)"
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("print", "display"):
+            first = node.args[0] if node.args else None
+            if _hardware_line(node) or (
+                isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+                and first.value.startswith(_HARDWARE.strip())
+            ):
+                continue  # a [hardware] line: masked
+            args = list(node.args) + [k.value for k in node.keywords if k.arg is None]
+            if any(_mentions_device(a, names) for a in args):
+                problems.append(
+                    f"cell {cell}: line {node.lineno} prints text that depends on the device "
+                    + rule
+                )
+        for k in node.keywords:
+            if k.arg == "why" and _mentions_device(k.value, names | derived):
+                problems.append(
+                    f"cell {cell}: the why text at line {k.value.lineno} is built from a value "
+                    f"that depends on the device, and a verdict table prints it {rule}"
+                )
+    for line in _counted_claims_in_branches(tree, names):
+        problems.append(
+            f"cell {cell}: a counted claim at line {line} is made on one side of a branch on the "
+            f"device: its evidence line is compared {rule}"
+        )
+    return problems

@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from scripts.book.notebook_cells import ipython_blanked, stored_text
+from scripts.book.notebook_cells import python_tree, stored_text
 
 ROOT_NAME = "tricks_helpers"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / ROOT_NAME
@@ -204,10 +204,9 @@ def chapter_imports(notebook: Path) -> set[str]:
     for index, cell in enumerate(cells):
         if cell.get("cell_type") != "code":
             continue
-        try:
-            tree = ast.parse(ipython_blanked(stored_text(cell["source"])))
-        except SyntaxError as exc:
-            raise ValueError(f"{notebook.name}: cell {index} is not Python: {exc}") from exc
+        tree = python_tree(stored_text(cell["source"]))  # continuation lines read too
+        if tree is None:
+            raise ValueError(f"{notebook.name}: cell {index} is not Python")
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(ROOT_NAME):
                 out.add(node.module)

@@ -72,7 +72,11 @@ from scripts.audits.code_cells import (
     padded_measured_values,
     timing_calls_without_device,
 )
-from scripts.audits.device_branches import device_branch_problems, device_names
+from scripts.audits.device_branches import (
+    device_branch_problems,
+    device_names,
+    device_text_problems,
+)
 from scripts.audits.recipes import folding_problems, recipe_problems
 from scripts.book.find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 from scripts.book.notebook_cells import output_text, stored_text
@@ -225,6 +229,7 @@ def audit_notebook(
     expected = 1
     first_import: int | None = None
     device_vars: set[str] = set()
+    derived: set[str] = set()  # names computed from the device (same-text-every-device)
     for i, cell in enumerate(cells):
         if cell.get("cell_type") != "code":
             continue
@@ -256,8 +261,10 @@ def audit_notebook(
                 )
             if line.strip().startswith("#"):  # what nbval honours, until converted to tags
                 tags |= _COMMENT_TAGS.get(line.strip().lstrip("#").strip(), set())
-        device_vars |= device_names(src)  # rule one-output-per-device
-        if not tags & (_SKIP_TAGS | _IGNORE_TAGS):
+        device_vars |= device_names(src)  # rules one-output-per-device, same-text-every-device
+        compared = not tags & (_SKIP_TAGS | _IGNORE_TAGS)
+        result.problems += device_text_problems(i, src, device_vars, derived, compared=compared)
+        if compared:
             result.problems += device_branch_problems(i, src, device_vars)
         if tags & _SKIP_TAGS:
             result.skipped += 1

@@ -70,16 +70,34 @@ def cell_tags(cell: dict) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
 
 
-def ipython_blanked(src: str) -> str:
+def _ipython_line(line: str) -> bool:
+    """``%magic`` or ``!shell``; not a continuation line that starts with ``!=`` or ``%``
+    inside brackets (those are told apart by :func:`python_tree`)."""
+    text = line.lstrip()
+    return text.startswith(("%", "!")) and not text.startswith("!=")
+
+
+def ipython_blanked(src: str, *, indented: bool = True) -> str:
     """A cell's source with its IPython lines (``%magic``, ``!shell``) blanked: line numbers
-    stay those of the cell."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+    stay those of the cell. A line starting with ``!=`` is Python (a continued comparison) and
+    kept; with ``indented=False`` only lines starting in the first column are blanked (an
+    indented ``% n`` or ``!= b`` is then read as the continuation of the line above)."""
+    lines = [
+        "" if _ipython_line(line) and (indented or not line[:1].isspace()) else line
+        for line in src.splitlines()
+    ]
     return "\n".join(lines)
 
 
 def python_tree(src: str) -> ast.Module | None:
-    """A cell's syntax tree, IPython lines blanked; None if the cell is not Python."""
-    try:
-        return ast.parse(ipython_blanked(src))
-    except SyntaxError:
-        return None
+    """A cell's syntax tree; None if the cell is not Python.
+
+    The source is read as it is first (a continuation line may start with ``%`` or ``!=``),
+    then with IPython lines in the first column blanked, then with every IPython line blanked.
+    """
+    for candidate in (src, ipython_blanked(src, indented=False), ipython_blanked(src)):
+        try:
+            return ast.parse(candidate)
+        except SyntaxError:
+            continue
+    return None

@@ -42,6 +42,7 @@ __all__ = [
     "entry",
     "skipped_text",
     "outcome_text",
+    "outputs_text",
     "line",
 ]
 
@@ -101,7 +102,14 @@ def code_digest(nb: Any) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def entry(nb: Any, seconds: float, error: str, date: str, commit: str) -> dict[str, Any]:
+def entry(
+    nb: Any,
+    seconds: float,
+    error: str,
+    date: str,
+    commit: str,
+    outputs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A chapter's entry in a compat record (``scripts/compat/schema.py``).
 
     Args:
@@ -109,6 +117,8 @@ def entry(nb: Any, seconds: float, error: str, date: str, commit: str) -> dict[s
         seconds: how long it ran.
         error: the runner's error line (``""`` when every cell ran and every record was read).
         date, commit: when and from which commit of the book it ran.
+        outputs: ``compat.outputs.compare`` against the stored outputs (kept as the entry's
+            ``outputs``; None: not compared).
 
     Returns:
         ``{"status": "ran"|"failed", "seconds", "failed_cell", "error", "skipped",
@@ -120,7 +130,7 @@ def entry(nb: Any, seconds: float, error: str, date: str, commit: str) -> dict[s
     status = "failed" if error or failed else "ran"
     if status == "failed":  # one line the schema takes: no tab, no control, at most 300
         error = one_line(failed[1] if failed else (error.splitlines() or [""])[0], 300) or "failed"
-    return {
+    item = {
         "status": status,
         "seconds": round(float(seconds), 1),
         "failed_cell": failed[0] if failed else None,
@@ -130,6 +140,9 @@ def entry(nb: Any, seconds: float, error: str, date: str, commit: str) -> dict[s
         "date": date,
         "commit": commit,
     }
+    if outputs is not None:
+        item["outputs"] = {"cells": outputs["cells"], "differing": list(outputs["differing"])}
+    return item
 
 
 def skipped_text(skipped: list[dict[str, str]]) -> str:
@@ -151,6 +164,18 @@ def outcome_text(item: dict[str, Any]) -> str:
     return f"ran, {skipped}" if skipped else "ran"
 
 
+def outputs_text(item: dict[str, Any]) -> str:
+    """``outputs: 40 cells compared, 2 differ (code cells 4, 7)`` (``""`` when not compared)."""
+    compared = item.get("outputs")
+    if compared is None:
+        return ""
+    bad = compared["differing"]
+    where = f" (code cells {', '.join(map(str, bad))})" if bad else ""
+    return f"outputs: {compared['cells']} cells compared, {len(bad)} differ{where}"
+
+
 def line(name: str, item: dict[str, Any], width: int = 0) -> str:
-    """One chapter's line: ``<name>  <outcome>  (<seconds> s)``."""
-    return f"{name:<{width}}  {outcome_text(item)}  ({item['seconds']:.1f} s)"
+    """One chapter's line: ``<name>  <outcome>; <outputs>  (<seconds> s)``."""
+    outputs = outputs_text(item)
+    text = outcome_text(item) + (f"; {outputs}" if outputs else "")
+    return f"{name:<{width}}  {text}  ({item['seconds']:.1f} s)"

@@ -91,9 +91,10 @@ def check_header(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         )
 
 
-def record_path(folder: str | Path, release: str) -> Path:
-    """``folder/torch-<release>.json`` (``compat_schema.file_name``: never a path escape)."""
-    return Path(folder) / file_name(release)
+def record_path(folder: str | Path, release: str, python: str | None = None) -> Path:
+    """``folder/torch-<release>[-py<X.Y>].json`` (``compat_schema.file_name``: never a path
+    escape; the suffix names a Python other than the book's)."""
+    return Path(folder) / file_name(release, python)
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
@@ -106,10 +107,10 @@ def read_record(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     data = read_json(path)
     check_compat(data, path.name)
-    if path.name != file_name(data["torch_release"]):
+    if path.name != file_name(data["torch_release"], data["python"]):
         raise ValueError(
-            f"{path.name}: a record of torch {data['torch_release']} must be named "
-            f"{file_name(data['torch_release'])}"
+            f"{path.name}: a record of torch {data['torch_release']} on Python "
+            f"{data['python']} must be named {file_name(data['torch_release'], data['python'])}"
         )
     return data
 
@@ -128,7 +129,7 @@ def read_all(folder: str | Path) -> list[dict[str, Any]]:
         if not path.is_file():
             raise ValueError(f"{path.name}: not a regular file")
         records.append(read_record(path))
-    return sorted(records, key=lambda r: release_key(r["torch_release"]))
+    return sorted(records, key=lambda r: (release_key(r["torch_release"]), r["python"]))
 
 
 def release_key(release: str) -> tuple:
@@ -147,4 +148,4 @@ def write_record(record: Mapping[str, Any], folder: str | Path) -> Path:
     check_compat(record, "record to write")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return write_json(record_path(folder, record["torch_release"]), record)
+    return write_json(record_path(folder, record["torch_release"], record["python"]), record)

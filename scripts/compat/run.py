@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.compat import outcome as compat_outcome
+from scripts.compat import release_lines
 from scripts.compat.env import torchao_requirement
 from scripts.compat.records import (
     FOLDER,
@@ -69,6 +70,21 @@ def check_environment(release: str, versions: dict[str, str], requirement: str) 
             f"this environment has torchao {versions['torchao']}, but torch {release}'s row "
             f"asks for {requirement!r} (scripts/release/colab_cell.py TORCHAO_FOR_TORCH)"
         )
+
+
+def stored_outputs(path: Path, nb: Any, rules: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """``compat.outputs.compare`` of the fresh ``nb`` against the stored notebook at ``path``
+    (None when either is missing or their code cells differ in number)."""
+    if nb is None or not Path(path).exists():
+        return None
+    import nbformat
+
+    from scripts.compat import outputs
+
+    try:
+        return outputs.compare(nbformat.read(path, as_version=4), nb, rules)
+    except (ValueError, OSError):
+        return None
 
 
 def run_compat(
@@ -120,7 +136,8 @@ def run_compat(
         "python": versions["python"],
         "machine": machine,
     }
-    target = record_path(Path(root) / FOLDER, release)
+    target = record_path(Path(root) / FOLDER, release, versions["python"])
+    rules = release_lines.rules()
     old = read_record(target) if partial and target.exists() else None
     if old is not None:
         check_header(old, header)  # before running anything: a merge that cannot be made
@@ -136,7 +153,8 @@ def run_compat(
             nb, seconds, error = done.nb, done.seconds, done.error
         except Exception as exc:  # one chapter's crash never loses the chapters that finished
             nb, seconds, error = None, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0]
-        chapters[path.stem] = compat_outcome.entry(nb, seconds, error, date, commit)
+        compared = stored_outputs(path, nb, rules)
+        chapters[path.stem] = compat_outcome.entry(nb, seconds, error, date, commit, compared)
         lines.append(compat_outcome.line(path.stem, chapters[path.stem], width))
         print(lines[-1], flush=True)
     record = merge(old, make_record(**header, chapters=chapters))

@@ -40,6 +40,20 @@ _SKIPPED = {
     },
 }
 
+_OUTPUTS = {  # compat.outputs.compare: compared as nbval does, the torch-release lines masked
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["cells", "differing"],
+    "properties": {
+        "cells": {"type": "integer", "minimum": 0},
+        "differing": {
+            "type": "array",
+            "maxItems": 1000,
+            "items": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+
 _ENTRY = {
     "type": "object",
     "additionalProperties": False,
@@ -62,6 +76,7 @@ _ENTRY = {
         "code_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
         "date": _text(10, 10, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
         "commit": _text(80, 1),
+        "outputs": _OUTPUTS,  # optional: records made before outputs were compared lack it
     },
     "if": {"properties": {"status": {"const": "failed"}}},
     "then": {"properties": {"error": {"minLength": 1}}},
@@ -125,15 +140,33 @@ def check_compat(data: Any, name: str = "compat") -> dict[str, Any]:
     return data
 
 
-def file_name(release: Any) -> str:
-    """``torch-<release>.json``: never a path.
+#: The Python of the book's stored outputs (.venv, requirements.txt): its records carry no suffix.
+BOOK_PYTHON = "3.11"
+
+
+def python_minor(python: Any) -> str:
+    """``3.12`` of ``3.12.1`` (``""`` for None)."""
+    if python is None:
+        return ""
+    m = re.fullmatch(r"([0-9]+\.[0-9]+)(\.[0-9]+.*)?", str(python))
+    if not m:
+        raise ValueError(f"compat file_name: {python!r} is not a Python version such as 3.12.1")
+    return m.group(1)
+
+
+def file_name(release: Any, python: Any = None) -> str:
+    """``torch-<release>.json``, or ``torch-<release>-py<X.Y>.json`` for a run on another
+    Python than the book's (:data:`BOOK_PYTHON`): never a path.
 
     Raises:
         TypeError: when ``release`` is not a string.
-        ValueError: when it is not a release number (``../x``, ``2.10/..``).
+        ValueError: when it is not a release number (``../x``, ``2.10/..``), or ``python`` is
+            not a version.
     """
     if not isinstance(release, str):
         raise TypeError(f"compat file_name: release must be a string, got {release!r}")
     if not re.fullmatch(RELEASE_PATTERN, release):
         raise ValueError(f"compat file_name: {release!r} is not a torch release such as 2.10.0")
-    return f"torch-{release}.json"
+    minor = python_minor(python)
+    suffix = f"-py{minor}" if minor and minor != BOOK_PYTHON else ""
+    return f"torch-{release}{suffix}.json"

@@ -33,7 +33,7 @@ import zipfile
 from pathlib import Path
 
 from scripts.book.find_notebooks import ROOT
-from scripts.book.notebook_cells import ipython_blanked
+from scripts.book.notebook_cells import python_tree
 
 RECORD = Path(__file__).resolve().parent / "torchao_api.json"
 CHAPTER_07 = ROOT / "book" / "07_quantization.ipynb"
@@ -98,8 +98,8 @@ def notebook_keywords(notebook: Path = CHAPTER_07) -> dict[str, list[str]]:
 
     The callables are the names its code cells import ``from torchao...`` (under their
     ``as`` name too); a call counts when its callee is one of them, by name. Magic lines
-    (``%``, ``!``) are blanked before parsing (``notebook_cells.ipython_blanked``), so line
-    numbers are the cell's own.
+    (``%``, ``!``) are blanked before parsing (``notebook_cells.python_tree``, which keeps a
+    continuation line starting with ``%`` or ``!=``), so line numbers are the cell's own.
 
     Returns:
         ``module.Name`` -> the sorted keywords passed to it in any call (``[]`` when it is
@@ -112,7 +112,8 @@ def notebook_keywords(notebook: Path = CHAPTER_07) -> dict[str, list[str]]:
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
-    trees = [ast.parse(ipython_blanked(c.source)) for c in nb.cells if c.cell_type == "code"]
+    trees = [python_tree(c.source) for c in nb.cells if c.cell_type == "code"]
+    trees = [t for t in trees if t is not None]  # a cell that is not Python has no calls
     local: dict[str, str] = {}  # name in the notebook -> module.Name in torchao
     for tree in trees:
         for node in ast.walk(tree):

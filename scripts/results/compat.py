@@ -20,6 +20,7 @@ from typing import Any
 
 from scripts.compat import outcome as compat_outcome
 from scripts.compat.records import FOLDER, read_all
+from scripts.compat.schema import BOOK_PYTHON, python_minor
 from scripts.results.machines import cell_text
 
 __all__ = ["current_digests", "cell", "render_compat", "compat_section"]
@@ -49,11 +50,15 @@ def cell(item: Mapping[str, Any] | None, digest: str | None) -> str:
     else:
         skipped = compat_outcome.skipped_text(item["skipped"])
         text = "ran, " + cell_text(skipped) if skipped else "ran"
+    compared = item.get("outputs")
+    if compared is not None:  # compared as nbval does, the lines naming the torch release masked
+        text += f"; outputs {len(compared['differing'])} of {compared['cells']} cells differ"
     return text + (STALE if item["code_sha256"] != digest else "")
 
 
 def _column(record: Mapping[str, Any]) -> str:
-    return cell_text(f"torch {record['torch']} (torchao {record['torchao']})")
+    python = "" if python_minor(record["python"]) == BOOK_PYTHON else f", Python {record['python']}"
+    return cell_text(f"torch {record['torch']}{python} (torchao {record['torchao']})")
 
 
 def _row(record: Mapping[str, Any]) -> str:
@@ -107,9 +112,16 @@ def render_compat(records: list[Mapping[str, Any]], digests: Mapping[str, str]) 
             f"{cell_text(', '.join(dates))} at "
             f"commit {cell_text(', '.join(commits))}"
         )
+    compared = any("outputs" in e for r in records for e in r["chapters"].values())
     out += [
         "",
-        "Outputs were not compared: a cell says only whether the chapter's code ran, not "
+        "Where a cell says *outputs N of M cells differ*, the run's outputs were compared with "
+        "the stored ones as CI compares them (nbval's sanitize file), with only the lines that "
+        "name the torch release masked besides; elsewhere outputs were not compared, and a cell "
+        "says only whether the chapter's code ran (the book's own torch release is compared "
+        "output by output by `make test`)."
+        if compared
+        else "Outputs were not compared: a cell says only whether the chapter's code ran, not "
         "whether its printed results match the stored ones (the book's own torch release is "
         "compared output by output by `make test`).",
         "",

@@ -122,3 +122,106 @@ def test_one_output_per_device_skips_ignored_cells_and_follows_names(make_notebo
     }
     assert audit_device_branches.device_names("def (:") == set()
     assert audit_device_branches.device_branch_problems(1, "def (:") == []
+
+
+# --- rule same-text-every-device (issue 41): the three cells a first GPU run would fail -------
+DEVICE_CELL = code('device = "cuda" if torch.cuda.is_available() else "cpu"')
+PIN_LINE_03 = (  # 03's recipe check: the stream name in a compared line, outside any `if`
+    "got = list(Prefetcher(loader, device))\n"
+    "print(\n"
+    '    f"{len(got)} batches identical through both prefetchers "\n'
+    "    f\"({device}: {'side-stream copies' if device == 'cuda' else 'passed through'})\"\n"
+    ")\n"
+)
+PREFETCH_CLAIM_03 = (  # 03's claims cell: a counted claim on the GPU side, the table after it
+    "if torch.cuda.is_available():\n"
+    "    book.add(\n"
+    "        claims.from_count(\n"
+    '            "cuda-prefetcher",\n'
+    '            "copy the next batch on a second CUDA stream",\n'
+    "            prefetch_counts[0] == prefetch_counts[1] > 0,\n"
+    '            "copies issued beside the compute stream: {} of {}".format(*prefetch_counts),\n'
+    '            condition="a CUDA GPU",\n'
+    "        )\n"
+    "    )\n"
+    "else:\n"
+    '    book.add(claims.not_decided("cuda-prefetcher", "copy", condition="a CUDA GPU", '
+    'missing="no CUDA device"))\n'
+    "print(book.table())\n"
+)
+COPIES_WHY_10 = (  # 10's copy count (1 on a GPU, 0 on a CPU) in the why of a tabled verdict
+    'copies_base = counting.aten_op_counts(lambda: torch.randn(n).to(device))["aten._to_copy"]\n'
+    "print(f'[hardware] on {device}: {copies_base} copies')\n"
+    "cmp_create = bench.compare(\n"
+    "    'randn on device vs .to()', f, g, device=device,\n"
+    '    why=f"copies: {copies_base} vs 0 of {n * 4:,} B",\n'
+    ")\n"
+)
+
+
+def same_text(make_notebook, cells):
+    return [p for p in audit(make_notebook, cells).problems if "same-text-every-device" in p]
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        (PIN_LINE_03, "cell 2: line 2 prints text that depends on the device"),
+        (PREFETCH_CLAIM_03, "cell 2: a counted claim at line 3 is made on one side of a branch"),
+        (COPIES_WHY_10, "cell 2: the why text at line 5 is built from a value that depends on"),
+    ],
+)
+def test_same_text_every_device_finds_the_three_predicted_gpu_failures(
+    make_notebook, source, found
+):
+    problems = same_text(make_notebook, [DEVICE_CELL, code(source)])
+    assert len(problems) == 1 and problems[0].startswith(found), problems
+    # the old rule looked only at what each side of an `if` prints: it passed all three
+    old = audit_device_branches.device_branch_problems(2, source, {"device"})
+    assert old == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the fixes: the device on a [hardware] line, a GPU-only fact as a measured claim, a
+        # why that says what holds on each device
+        "print(f'{len(got)} batches identical')\n"
+        "print(f\"[hardware] {device}: {'side-stream copies' if device == 'cuda' else 'none'}\")",
+        PREFETCH_CLAIM_03.replace("claims.from_count(", "claims.Claim(").replace(
+            '            condition="a CUDA GPU",\n', '            "a GPU", measured=True,\n'
+        ),
+        COPIES_WHY_10.replace("{copies_base} vs 0", "1 vs 0 on a GPU, 0 vs 0 on a CPU"),
+        # a comparison the cell asserts prints the same bool everywhere
+        "print(f'backend as expected: {backends == {expected}}')\nassert backends == {expected}",
+        "print('[hardware]', env.hardware_line(device))",
+        # a name bound again from something else is no longer the device's
+        "c = count(lambda: x.to(device))\nc = 3\nr = bench.compare('x', f, g, device=device, "
+        "why=f'{c}')",
+    ],
+)
+def test_same_text_every_device_passes_the_fixes(make_notebook, source):
+    assert same_text(make_notebook, [DEVICE_CELL, code("expected = 'gloo'"), code(source)]) == []
+
+
+def test_same_text_every_device_follows_values_across_cells_and_skips_ignored(make_notebook):
+    count = code("copies = count(lambda: torch.ones(3).to(device))", tags=["nbval-ignore-output"])
+    why = code("r = bench.compare('x', f, g, device='cpu', why=f'{copies} copies')")
+    problems = same_text(make_notebook, [DEVICE_CELL, count, why])
+    assert [p.split(":")[0] for p in problems] == ["cell 3"]
+    ignored = code(PIN_LINE_03, tags=["nbval-ignore-output"])
+    assert same_text(make_notebook, [DEVICE_CELL, ignored]) == []
+
+
+def test_the_audits_read_cells_with_continuation_lines(make_notebook):
+    # a line starting with `!=` or `%` inside brackets is Python, not a shell or magic line:
+    # the cell used to be read as "not Python" and every rule skipped it
+    for continued in ("    != 'cpu'", "    % 2"):
+        source = (
+            "print(\n"
+            f"    f\"{{device}}: {{'yes' if device == 'cuda' else 'no'}}\", device\n"
+            f"{continued}\n"
+            ")\n"
+        )
+        problems = same_text(make_notebook, [DEVICE_CELL, code(source)])
+        assert [p.split(":")[0] for p in problems] == ["cell 2"], (continued, problems)

@@ -59,13 +59,30 @@ def test_one_line_per_chapter_and_a_record(make_notebook, tmp_path, capsys):
     assert path == tmp_path / "results" / "compat" / "torch-2.10.0.json"
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "compat: torch 2.10.0+cu128, torchao 0.16.0"
-    assert out[1] == "01_a  ran  (2.0 s)"
-    assert out[2] == "07_q  failed at code cell 2: ImportError: no X  (2.0 s)"
+    # each chapter's outputs compared with the stored ones as nbval does (issue 41)
+    assert out[1] == "01_a  ran; outputs: 2 cells compared, 0 differ  (2.0 s)"
+    assert out[2] == (
+        "07_q  failed at code cell 2: ImportError: no X; outputs: 2 cells compared, 1 differ "
+        "(code cells 2)  (2.0 s)"
+    )
     assert out[-1].startswith("1 of 2 chapters ran; record: ")
     data = compat_records.read_record(path)
     assert data["torchao_requirement"] == "torchao>=0.16,<0.17"  # the Colab cell's row
     assert data["chapters"]["07_q"]["failed_cell"] == 2
     assert entries["01_a"]["status"] == "ran"
+    assert data["chapters"]["01_a"]["outputs"] == {"cells": 2, "differing": []}
+    assert data["chapters"]["07_q"]["outputs"] == {"cells": 2, "differing": [2]}
+
+
+def test_another_python_gets_its_own_record(make_notebook, tmp_path):
+    paths = book(make_notebook, tmp_path)
+    _, book_python = run(paths, tmp_path)
+    _, colab = run(paths, tmp_path, versions={**VERSIONS, "python": "3.12.1"})
+    assert (book_python.name, colab.name) == ("torch-2.10.0.json", "torch-2.10.0-py3.12.json")
+    assert [r["python"] for r in compat_records.read_all(book_python.parent)] == [
+        "3.11.7",
+        "3.12.1",
+    ]
 
 
 def test_a_run_of_some_chapters_keeps_the_others(make_notebook, tmp_path):
@@ -83,8 +100,8 @@ def test_a_partial_run_under_other_versions_is_refused_before_running(make_noteb
     paths = book(make_notebook, tmp_path)
     run(paths, tmp_path)
     calls = []
-    other = {**VERSIONS, "python": "3.12.1"}
-    with pytest.raises(ValueError, match="python '3.11.7' -> '3.12.1'"):
+    other = {**VERSIONS, "python": "3.11.9"}  # the same record's file, another Python
+    with pytest.raises(ValueError, match="python '3.11.7' -> '3.11.9'"):
         run(paths[1:], tmp_path, partial=True, versions=other, runner=stub(calls=calls))
     assert calls == []
 

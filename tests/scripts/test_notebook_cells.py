@@ -66,6 +66,17 @@ def test_ipython_lines_are_blanked_and_line_numbers_kept():
     assert nc.python_tree("def (:") is None
 
 
+def test_continuation_lines_starting_with_not_equal_or_percent_are_python():
+    # issue 41: such a cell used to be blanked into a syntax error and skipped by every audit
+    for src in ("ok = (a\n    != b)", "r = (n\n     % 2)", "%time f()\nr = (n\n     % 2)"):
+        tree = nc.python_tree(src)
+        assert isinstance(tree, ast.Module), src
+        assert isinstance(tree.body[-1], ast.Assign)
+        assert ast.unparse(tree.body[-1].value) in ("a != b", "n % 2")
+    assert nc.ipython_blanked("x = (a\n  != b)") == "x = (a\n  != b)"
+    assert nc.ipython_blanked("  %time f()\nx", indented=False) == "  %time f()\nx"
+
+
 def test_the_audits_use_the_one_home():
     for module in (audit_claims, audit_notebooks, audit_recipes, compat_outcome):
         for name in ("_text", "_python_tree", "_tree", "_output_text", "_tags", "_outputs"):

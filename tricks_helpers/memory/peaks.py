@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,8 @@ class CpuMemoryReport:
 # warning that a block allocated before profiling started was freed (size never recorded).
 _BACKEND_LINES = re.compile(
     r"^(?:USDT|STAGE):\S* .*\.cpp:\d+\]|"
-    r"Memory block of unknown size was allocated before the profiling started"
+    r"Memory block of unknown size was allocated before the profiling started|"
+    r"gpuGetDeviceCount failed with code"  # a CUDA build of torch on a machine with no GPU
 )
 
 
@@ -201,7 +203,9 @@ def cpu_memory_report(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> CpuM
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with without_profiler_backend_lines():
+        with without_profiler_backend_lines(), warnings.catch_warnings():
+            # torch 2.10 warns at every first profile that events are cleared between cycles
+            warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
             with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                 result = fn(*args, **kwargs)
     finally:
