@@ -1,7 +1,8 @@
 """The package's layout: one home per public name, faces hand names on, no import loop, and
 every module reached from a chapter (a module no chapter imports belongs in ``scripts/``).
+The workshop's too: no import loop in ``scripts/``, every tool in a family folder with a face.
 
-Read from the source by ``scripts/import_graph.py`` (nothing imported), so a loop hidden in a
+Read from the source by ``scripts/audits/import_graph.py`` (nothing imported), so a loop hidden in a
 function body counts too. The checks themselves are tested in
 ``tests/scripts/test_import_graph.py``.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import import_graph
+from scripts.audits import import_graph
 
 #: The subpackages, from the folders: every folder of the package with an ``__init__.py``.
 FACES = tuple(sorted(p.parent.name for p in Path(import_graph.DEFAULT_DIR).glob("*/__init__.py")))
@@ -26,7 +27,7 @@ def test_faces_are_found_from_the_folders():
 
 def test_every_module_is_reached_from_a_chapter(repo_root):
     """CONTRIBUTING: a module no chapter imports, directly or through another, is scripts/'s."""
-    from find_notebooks import chapter_notebooks
+    from scripts.book.find_notebooks import chapter_notebooks
 
     notebooks = chapter_notebooks(repo_root)
     assert len(notebooks) >= 10
@@ -70,3 +71,24 @@ def test_floors_put_checks_on_the_ground():
     assert levels["tricks_helpers._checks"] == 0
     assert levels["tricks_helpers.bench"] > levels["tricks_helpers.bench.verdicts"]
     assert Path(import_graph.DEFAULT_DIR).name == "tricks_helpers"
+
+
+# The workshop (scripts/): the same graph, read the same way, for its family packages.
+
+
+def test_scripts_have_no_import_loop():
+    edges = import_graph.graph(import_graph.SCRIPTS_DIR)
+    assert "scripts.results.schema" in edges and "scripts.book.machine_records" in edges
+    assert import_graph.cycles(edges) == []
+
+
+def test_scripts_are_in_family_folders_each_with_a_face():
+    assert import_graph.flat_modules() == []
+    assert import_graph.faceless_folders() == []
+
+
+def test_the_results_schema_imports_no_reader_of_results_files():
+    """The schema is the floor a results file is checked against: its readers import it."""
+    edges = import_graph.graph(import_graph.SCRIPTS_DIR)
+    assert edges["scripts.results.schema"] == {}
+    assert "scripts.results.schema" in edges["scripts.book.machine_records"]

@@ -1,4 +1,4 @@
-"""Tests of scripts/import_graph.py on scratch packages: loops, re-exports, lazy imports, reach.
+"""scripts/audits/import_graph.py on scratch packages: loops, re-exports, lazy imports, reach.
 
 ``tests/test_package_layout.py`` applies the same checks to the real package.
 """
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-import import_graph  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.audits import import_graph
 
 
 def test_the_checks_find_a_loop_and_a_re_export(tmp_path):
@@ -104,3 +104,23 @@ def test_a_module_launched_by_name_is_reached(tmp_path):
     assert import_graph.graph(pkg)["tricks_helpers"] == {}, "its own name is no arrow"
     assert "tricks_helpers.script" in import_graph.chapter_imports(nb)
     assert import_graph.unreached(pkg, [nb]) == ["tricks_helpers.other"]
+
+
+def test_a_workshop_folder_is_read_as_its_own_package(tmp_path):
+    """scripts/: the folder's name is the root; a function-level loop counts; flat files and
+    a family without a face (an ``__init__`` docstring) are named."""
+    ws = tmp_path / "scripts"
+    (ws / "fam").mkdir(parents=True)
+    (ws / "bare").mkdir()
+    (ws / "__init__.py").write_text('"""Face."""\n')
+    (ws / "fam" / "__init__.py").write_text('"""Family face."""\n')
+    (ws / "fam" / "one.py").write_text("from scripts.fam import two\n")
+    (ws / "fam" / "two.py").write_text("def f():\n    from scripts.fam.one import g\n")
+    (ws / "bare" / "__init__.py").write_text("")
+    (ws / "bare" / "tool.py").write_text("import json\n")
+    (ws / "loose.py").write_text("")
+    edges = import_graph.graph(ws)
+    assert set(edges) >= {"scripts", "scripts.fam", "scripts.fam.one", "scripts.fam.two"}
+    assert import_graph.cycles(edges) == [["scripts.fam.one", "scripts.fam.two", "scripts.fam.one"]]
+    assert import_graph.flat_modules(ws) == ["loose.py"]
+    assert import_graph.faceless_folders(ws) == ["bare"]

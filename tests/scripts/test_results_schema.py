@@ -1,4 +1,4 @@
-"""Tests of scripts/results_schema.py: a contributed results file is data, never markup (issue 32).
+"""Tests of scripts/results/schema.py: a contributed results file is data, never markup (issue 32).
 
 Each case of the issue's probe is planted: wrong types and ranges, NaN, a path for a machine id
 or a chapter, a verdict, ratio or coverage that contradicts its own interval or rounds, a
@@ -17,10 +17,11 @@ import time
 
 import pytest
 
-import machine_records
-import results_machines
-import results_page
-import results_schema
+from scripts.book import machine_records
+from scripts.results import check as results_check
+from scripts.results import machines as results_machines
+from scripts.results import page as results_page
+from scripts.results import schema as results_schema
 from tricks_helpers import bench
 
 OK = {"status": "ok", "error": "", "seconds": 1.0}
@@ -128,8 +129,6 @@ def test_the_schema_refuses_each_probed_case(case, change, error, match):
 
 def test_the_schema_is_a_valid_json_schema_and_the_stored_files_pass(repo_root):
     import jsonschema
-
-    import results_schema
 
     jsonschema.Draft202012Validator.check_schema(results_schema.RESULTS_SCHEMA)
     paths = sorted((repo_root / "results").glob("*.json"))
@@ -314,17 +313,17 @@ def write(folder, data, name=None):
 
 def test_check_command_passes_a_survey_and_says_what_it_holds(tmp_path, capsys):
     path = write(tmp_path, results("survey"))
-    assert results_schema.main(["--contributed", str(path)]) == 0
+    assert results_check.main(["--contributed", str(path)]) == 0
     out = capsys.readouterr().out
     assert out == (
-        f"results_schema: {path}: ok, survey of test-avx2-only-2t: 1 chapters (0 failed), "
+        f"results.check: {path}: ok, survey of test-avx2-only-2t: 1 chapters (0 failed), "
         "1 records, 0 claims\n"
     )
 
 
 def test_the_stored_results_pass_the_check_command(repo_root, capsys):
     files = sorted((repo_root / "results").glob("*.json"))
-    assert files and results_schema.main([str(p) for p in files]) == 0
+    assert files and results_check.main([str(p) for p in files]) == 0
     assert capsys.readouterr().out.count(": ok, ") == len(files)
 
 
@@ -337,19 +336,19 @@ def test_the_stored_results_pass_the_check_command(repo_root, capsys):
         (lambda d, p: p.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
         (lambda d, p: p.write_text(json.dumps({**d, "source": "book"})), "must be named"),
         (lambda d, p: p.write_text(json.dumps({**d, "extra": 1})), "Additional properties"),
-        (lambda d, p: os.truncate(p, results_schema.MAX_FILE_BYTES + 1), "more than 4,194,304"),
+        (lambda d, p: os.truncate(p, results_check.MAX_FILE_BYTES + 1), "more than 4,194,304"),
     ],
 )
 def test_check_command_names_the_file_and_the_first_failed_check(tmp_path, capsys, plant, match):
     data = results("survey")
     path = write(tmp_path, data)
     plant(data, path)
-    assert results_schema.main([str(path)]) == 1
+    assert results_check.main([str(path)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"results_schema: {path}: INVALID: ")
+    assert out.startswith(f"results.check: {path}: INVALID: ")
     assert re.search(match, out), out
     with pytest.raises((TypeError, ValueError), match=match):
-        results_schema.check_file(path)
+        results_check.check_file(path)
 
 
 def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path, capsys):
@@ -357,16 +356,16 @@ def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path,
     link = tmp_path / "link-survey.json"
     link.symlink_to(survey)
     with pytest.raises(ValueError, match="not a regular file"):
-        results_schema.check_file(link)
+        results_check.check_file(link)
     with pytest.raises(ValueError, match="not a regular file"):
-        results_schema.check_file(tmp_path)
+        results_check.check_file(tmp_path)
     with pytest.raises(ValueError, match="not a regular file"):
-        results_schema.check_file(tmp_path / "absent.json")
+        results_check.check_file(tmp_path / "absent.json")
     one = write(tmp_path, results("book", threads=2))
     two = write(tmp_path, results("book", threads=4))
     with pytest.raises(ValueError, match="source 'book'; a contributed file is a survey"):
-        results_schema.check_file(one, contributed=True)
-    assert results_schema.main([str(one), str(two)]) == 1
+        results_check.check_file(one, contributed=True)
+    assert results_check.main([str(one), str(two)]) == 1
     assert "together: INVALID: several results files with source 'book'" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        results_schema.main([])  # no file: a usage error
+        results_check.main([])  # no file: a usage error
