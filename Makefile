@@ -50,11 +50,14 @@ COMPAT_DEP   := $(if $(filter $(PINNED_TORCH),$(TORCH)),$(STAMP),$(COMPAT_VENV)/
 # only (PIP_CONSTRAINT= does not: pip ignores an empty variable). `pip config debug` shows it.
 COMPAT_PIP    = PIP_CONSTRAINT=/dev/null .venv-compat-$*/bin/python -m pip
 
-# Where pip finds torch. Empty: the package index pip is configured with (on Linux, PyPI serves
-# the multi-GB CUDA build). `make book TORCH_INDEX=https://download.pytorch.org/whl/cpu` takes
-# the CPU build (a 192 MB wheel), as the workflows do; the HTML build executes nothing.
-TORCH_INDEX ?=
-PIP_INDEX   := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+# Where pip finds torch. By default scripts/release/torch_index.py decides, only when the venv is
+# built: on Linux without an NVIDIA GPU, PyTorch's CPU wheel index (a 192 MB wheel: a 1.9 GB
+# environment, against 5.7 GB with PyPI's CUDA build) as an extra index, if it answers within
+# 5 s; otherwise nothing, and pip's configured index alone. `make venv TORCH_INDEX=<url>` (as the
+# workflows set it) or `TORCH_INDEX=` (the registry's build) skips the probe. Recursive (=), so
+# the probe runs only in the recipe that uses it, not on every make call.
+TORCH_INDEX ?= $(shell $(PYTHON) scripts/release/torch_index.py)
+PIP_INDEX    = $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 # Every package of the environment, pinned (make lock regenerates it from .venv).
 CONSTRAINTS := constraints.txt
 
