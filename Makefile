@@ -26,7 +26,9 @@
 #                  Its own venv .venv-compat-<TORCH> (a CUDA build: ~4 GB; the pinned torch of
 #                  requirements.txt uses .venv); the machine's pip cap is lifted for it only
 #   make newest    make compat TORCH=$(NEWEST_TORCH), the newest torch the registry serves
-#   make lock      regenerate constraints.txt (every package of .venv, pinned) from .venv
+#   make lock      regenerate constraints.txt (every package of .venv, pinned, with the hashes of
+#                  every file of each release) from .venv
+#   make bump PKG=name==version   change one pin: resolve, re-lock with hashes
 #   make release-check   the release ref, package version and stamped Colab cells agree
 #                  (RELEASE_FLAGS=--publishing also requires the tag to exist)
 
@@ -69,7 +71,7 @@ export MPLCONFIGDIR := $(abspath $(VENV))/mplconfig
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg --nbval-cell-timeout=600
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest compat \
-	browser-deps clean lock release-check survey survey-compare pdf shapes actionlint
+	browser-deps clean lock bump release-check survey survey-compare pdf shapes actionlint
 
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -168,6 +170,14 @@ colab: venv
 
 lock: venv
 	$(BIN)/python -m scripts.release.lock
+
+# One pin changed: `make bump PKG=sphinx-sitemap==2.9.1` sets it in requirements.txt (where it
+# is listed), resolves with every other package at its locked version, re-locks with hashes;
+# the next make target reinstalls .venv from the new lock.
+PKG ?=
+bump: venv
+	@test -n "$(PKG)" || { echo "make bump PKG=name==version"; exit 2; }
+	$(BIN)/python -m scripts.release.lock --bump "$(PKG)"
 
 RELEASE_FLAGS ?=
 release-check: venv
