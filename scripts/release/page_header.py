@@ -19,6 +19,7 @@ fact comes from the stored notebook.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -173,6 +174,14 @@ def _on_doctree_resolved(app, doctree, docname) -> None:
             node.parent.remove(node)
 
 
+def _on_page_description(app, pagename, templatename, context, doctree) -> None:
+    """Before sphinxext-opengraph (priority 500): the page's ``og:description`` (the tip) is its
+    meta description too, so opengraph does not add one from the first paragraphs."""
+    described = (context.get("meta") or {}).get("og:description")
+    if described and "metatags" in context:
+        context["metatags"] += f'\n<meta name="description" content="{html.escape(described)}" />'
+
+
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     if context.get("header_buttons"):
         retarget_edit(context["header_buttons"])
@@ -183,5 +192,6 @@ def setup(app) -> dict[str, Any]:
     app.connect("doctree-read", _on_doctree_read_pdf)
     app.connect("env-get-outdated", _on_env_get_outdated)
     app.connect("doctree-resolved", _on_doctree_resolved)
+    app.connect("html-page-context", _on_page_description, priority=400)
     app.connect("html-page-context", _on_page, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
