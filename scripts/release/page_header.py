@@ -11,6 +11,9 @@ fact comes from the stored notebook.
   sphinxext-opengraph) is its tip, the "Do this" admonition, cut at :data:`DESCRIPTION_CHARS`.
 - The theme's edit-this-page button (``html.use_edit_page_button``) opens ``main``: the site
   is built from a release tag (``repository.branch``), and GitHub edits only branches.
+- ``sitemap.xml`` in the HTML build: every page's address under ``html_baseurl``, written at
+  the end of each build from every document of the project (an incremental build writes only
+  the pages that changed; the sitemap still lists them all).
 - A block of class ``book-pdf`` (the intro's link to the whole-book PDF) is left out of a page
   unless ``_build/html/pytorch-tricks-executed.pdf`` exists when the page is written (``make
   pdf`` before ``make book``): no dead link after ``make book`` alone. Pages holding such a
@@ -187,7 +190,26 @@ def _on_page(app, pagename, templatename, context, doctree) -> None:
         retarget_edit(context["header_buttons"])
 
 
+def sitemap_xml(urls: list[str]) -> str:
+    """A sitemap (sitemaps.org 0.9) listing ``urls``."""
+    body = "".join(f"<url><loc>{html.escape(u)}</loc></url>" for u in urls)
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</urlset>\n'
+    )
+
+
+def _on_build_finished(app, exception) -> None:
+    base = app.config.html_baseurl
+    if exception is not None or app.builder.name != "html" or not base:
+        return
+    base = base.rstrip("/") + "/"
+    urls = [base + app.builder.get_target_uri(doc) for doc in sorted(app.env.found_docs)]
+    (Path(app.outdir) / "sitemap.xml").write_text(sitemap_xml(urls), encoding="utf-8")
+
+
 def setup(app) -> dict[str, Any]:
+    app.connect("build-finished", _on_build_finished)
     app.connect("doctree-read", _on_doctree_read)
     app.connect("doctree-read", _on_doctree_read_pdf)
     app.connect("env-get-outdated", _on_env_get_outdated)

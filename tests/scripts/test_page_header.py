@@ -67,3 +67,9 @@ def test_the_description_is_the_tip_shortened_at_a_word():
 
 def test_the_pdf_is_looked_for_inside_the_html_build(tmp_path):
     assert ph.pdf_path(tmp_path) == tmp_path / "_build" / "html" / "pytorch-tricks-executed.pdf"
+
+
+def test_the_sitemap_lists_every_url_escaped():
+    xml = ph.sitemap_xml(["https://h/a.html", "https://h/b&c.html"])
+    assert xml.startswith('<?xml version="1.0" encoding="utf-8"?>')
+    assert "<url><loc>https://h/a.html</loc></url><url><loc>https://h/b&amp;c.html</loc>" in xml
