@@ -73,9 +73,15 @@ PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest compat \
 	browser-deps clean lock bump release-check survey survey-compare pdf shapes actionlint
 
+# torch first, by its pin alone ($(VENV)/pins.txt: the lock without its hashes): pip ranks a
+# candidate whose link carries an allowed hash above any other, so in hash-checking mode a CPU
+# wheel served without one (a local copy) or not yet hashed in the lock loses to PyPI's CUDA
+# build. Then everything, hash-checked against the lock (torch is already there).
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	sed -e '/--hash=/d' -e 's/ \\$$//' $(CONSTRAINTS) > $(VENV)/pins.txt
+	$(BIN)/python -m pip install --quiet $(PIP_INDEX) "torch==$(PINNED_TORCH)" -c $(VENV)/pins.txt
 	$(BIN)/python -m pip install --quiet $(PIP_INDEX) -r requirements.txt -c $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
