@@ -35,7 +35,9 @@
 #                  reinstalled), then in parallel: nbval over every chapter (lines naming the torch
 #                  release masked), the CUDA unit tests, the survey record into results/; logs,
 #                  record and a one-screen summary in GPU_OUT (_build/gpu-run): scripts/compat/gpu_run.py
-#   make lock      regenerate constraints.txt (every package of .venv, pinned) from .venv
+#   make lock      regenerate constraints.txt (every package of .venv, pinned, with the hashes of
+#                  every file of each release) from .venv
+#   make bump PKG=name==version   change one pin: resolve, re-lock with hashes
 #   make release-check   the release ref, package version and stamped Colab cells agree
 #                  (RELEASE_FLAGS=--publishing also requires the tag to exist)
 
@@ -59,11 +61,14 @@ COMPAT_DEP   := $(if $(filter $(PINNED_TORCH),$(TORCH)),$(STAMP),$(COMPAT_VENV)/
 # only (PIP_CONSTRAINT= does not: pip ignores an empty variable). `pip config debug` shows it.
 COMPAT_PIP    = PIP_CONSTRAINT=/dev/null .venv-compat-$*/bin/python -m pip
 
-# Where pip finds torch. Empty: the package index pip is configured with (on Linux, PyPI serves
-# the multi-GB CUDA build). `make book TORCH_INDEX=https://download.pytorch.org/whl/cpu` takes
-# the CPU build (a 192 MB wheel), as the workflows do; the HTML build executes nothing.
-TORCH_INDEX ?=
-PIP_INDEX   := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+# Where pip finds torch. By default scripts/release/torch_index.py decides, only when the venv is
+# built: on Linux without an NVIDIA GPU, PyTorch's CPU wheel index (a 192 MB wheel: a 1.9 GB
+# environment, against 5.7 GB with PyPI's CUDA build) as an extra index, if it answers within
+# 5 s; otherwise nothing, and pip's configured index alone. `make venv TORCH_INDEX=<url>` (as the
+# workflows set it) or `TORCH_INDEX=` (the registry's build) skips the probe. Recursive (=), so
+# the probe runs only in the recipe that uses it, not on every make call.
+TORCH_INDEX ?= $(shell $(PYTHON) scripts/release/torch_index.py)
+PIP_INDEX    = $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 # Every package of the environment, pinned (make lock regenerates it from .venv).
 CONSTRAINTS := constraints.txt
 
@@ -76,11 +81,17 @@ PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize
 
 .PHONY: venv book test lint format audit unit nbval execute results colab markers canary newest compat \
 	wheelhouse gpu-run \
-	browser-deps clean lock release-check survey survey-compare pdf shapes actionlint
+	browser-deps clean lock bump release-check survey survey-compare pdf shapes actionlint
 
+# torch first, by its pin alone ($(VENV)/pins.txt: the lock without its hashes): pip ranks a
+# candidate whose link carries an allowed hash above any other, so in hash-checking mode a CPU
+# wheel served without one (a local copy) or not yet hashed in the lock loses to PyPI's CUDA
+# build. Then everything, hash-checked against the lock (torch is already there).
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	sed -e '/--hash=/d' -e 's/ \\$$//' $(CONSTRAINTS) > $(VENV)/pins.txt
+	$(BIN)/python -m pip install --quiet $(PIP_INDEX) "torch==$(PINNED_TORCH)" -c $(VENV)/pins.txt
 	$(BIN)/python -m pip install --quiet $(PIP_INDEX) -r requirements.txt -c $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
@@ -175,6 +186,14 @@ colab: venv
 
 lock: venv
 	$(BIN)/python -m scripts.release.lock
+
+# One pin changed: `make bump PKG=sphinx-sitemap==2.9.1` sets it in requirements.txt (where it
+# is listed), resolves with every other package at its locked version, re-locks with hashes;
+# the next make target reinstalls .venv from the new lock.
+PKG ?=
+bump: venv
+	@test -n "$(PKG)" || { echo "make bump PKG=name==version"; exit 2; }
+	$(BIN)/python -m scripts.release.lock --bump "$(PKG)"
 
 RELEASE_FLAGS ?=
 release-check: venv

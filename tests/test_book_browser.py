@@ -393,3 +393,92 @@ def test_issues_button_opens_the_template_chooser_on_every_page():
         html = (HTML / f"{name}.html").read_text(encoding="utf-8")
         assert "/issues/new/choose" in html, f"{name}: no issues button to the chooser"
         assert "/issues/new?" not in html, f"{name}: an issues button opens a blank issue"
+
+
+# Issue 43: the first screen of each chapter, at a desktop's and a phone's width.
+WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+STAMP = re.compile(
+    r"^Executed \d{4}-\d\d-\d\d with torch \d+\.\d+\.\d+\S* \(\S+ build\), Python \S+$"
+)
+#: How much of the recipe's code the screen after the tip shows, at least (px).
+RECIPE_SHOWN = {"desktop": 100, "phone": 20}
+#: Chapters whose first screens are kept as pictures (_build/screenshots/first-screen-*.png).
+FIRST_SCREEN_SHOTS = ("book/01_dataloader_seeding", "book/07_quantization")
+
+
+def chapter_pages() -> list[str]:
+    return [name for name in toc_pages() if (ROOT / f"{name}.ipynb").exists()]
+
+
+def box(page, selector: str) -> dict:
+    found = page.locator(selector).first
+    assert found.count(), f"nothing matches {selector}"
+    return found.bounding_box()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", chapter_pages())
+def test_chapter_first_screen_title_stamp_tip_and_recipe(name, width, server, browser):
+    """Under the title the executed date and torch release; the recipe's code within half a
+    screen after the tip; the title at most a quarter of the screen; the edit button on main."""
+    viewport = WIDTHS[width]
+    page = browser.new_page(viewport=viewport)
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
+    page.goto(server + name + ".html", wait_until="load")
+    title, tip = box(page, ".bd-article h1"), box(page, ".bd-article div.admonition.tip")
+    stamp = page.locator(".bd-article p.chapter-stamp")
+    assert stamp.count() == 1, f"{name}: no executed-date line under the title"
+    assert STAMP.match(stamp.inner_text().strip()), stamp.inner_text()
+    line = stamp.bounding_box()
+    assert title["y"] + title["height"] <= line["y"] + 1 and line["y"] < tip["y"]
+    assert title["height"] <= 0.25 * viewport["height"], (
+        f"{name} ({width}): the title fills {title['height']:.0f} of {viewport['height']} px"
+    )
+    # the screen that starts where the tip ends shows the recipe's code: its first line on a
+    # phone, at least RECIPE_SHOWN px of it on a desktop
+    recipe = box(page, ".bd-article div.cell.tag_recipe")
+    gap = recipe["y"] - (tip["y"] + tip["height"])
+    shown = RECIPE_SHOWN[width]
+    assert 0 <= gap <= viewport["height"] - shown, (
+        f"{name} ({width}): the recipe's code starts {gap:.0f} px below the tip, "
+        f"{viewport['height'] - gap:.0f} px of it on the screen after the tip (< {shown})"
+    )
+    edit = page.locator("a.btn-source-edit-button").first.get_attribute("href")
+    assert edit.endswith(f"/edit/main/{name}.ipynb"), edit
+    if name in FIRST_SCREEN_SHOTS:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"first-screen-{Path(name).name}-{width}.png"))
+    page.close()
+
+
+def test_every_page_has_a_description_opengraph_and_is_in_the_sitemap():
+    sitemap = (HTML / "sitemap.xml").read_text(encoding="utf-8")
+    for name in toc_pages():
+        html = (HTML / f"{name}.html").read_text(encoding="utf-8")
+        for tag in ('name="description"', 'property="og:title"', 'property="og:description"'):
+            found = re.search(rf'<meta {tag} content="([^"]+)"', html)
+            assert found and len(found.group(1)) > 10, f"{name}: no {tag}"
+        url = re.search(r'<meta property="og:url" content="([^"]+)"', html).group(1)
+        assert url.endswith(f"/{name}.html") and f"<loc>{url}</loc>" in sitemap, name
+    for name in chapter_pages():  # a chapter's description is its tip
+        html = (HTML / f"{name}.html").read_text(encoding="utf-8")
+        described = re.search(r'<meta name="description" content="([^"]+)"', html).group(1)
+        assert not described.startswith("Executed"), f"{name}: {described[:60]}"
+
+
+def test_the_pdf_link_is_shown_only_where_the_pdf_exists(server):
+    intro = toc_pages()[0]
+    status, html = fetch(server + intro + ".html")
+    assert status == 200
+    links = re.findall(r'href="([^"]*\.pdf)"', html)
+    if (HTML / PDF_NAME).is_file():
+        assert links, "the PDF exists but the intro does not link to it"
+        for link in links:
+            assert fetch(urljoin(server + intro + ".html", link))[0] == 200, link
+    else:
+        assert not links, f"a link to a PDF that was not built: {links}"
+
+
+def test_a_failure_reason_is_printed_whole_on_the_results_page():
+    html = (HTML / "book" / "results.html").read_text(encoding="utf-8")
+    assert not re.search(r"raised:\s*(;|</td>|<)", html), "a failure reason cut at 'raised:'"

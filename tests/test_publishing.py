@@ -75,7 +75,11 @@ def test_licences_are_named_in_readme_footer_and_pyproject(repo_root):
         assert href.startswith((url + "/", "https://creativecommons.org/")), href
     assert config["html"]["use_issues_button"] is True
     # ... and it opens the template chooser, not a blank issue (scripts/release/issue_chooser.py)
-    assert config["sphinx"]["local_extensions"] == {"issue_chooser": "scripts/release/"}
+    # (and page_header: the chapter header line, edit button, description, PDF link, sitemap)
+    assert config["sphinx"]["local_extensions"] == {
+        "issue_chooser": "scripts/release/",
+        "page_header": "scripts/release/",
+    }
     with open(repo_root / "pyproject.toml", "rb") as f:
         project = tomllib.load(f)["project"]
     assert project["license"] == "MIT"

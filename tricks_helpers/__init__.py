@@ -81,4 +81,4 @@ backend flags, no warnings filters. Import the submodules explicitly, e.g.
 ``from tricks_helpers import bench``.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

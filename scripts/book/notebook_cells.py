@@ -51,7 +51,10 @@ def error_cell(cells: list[dict]) -> tuple[int, str | None, str] | None:
 
     Code cells are counted from 1 in notebook order, markdown cells not counted: after a
     top-to-bottom run, the ``[N]`` Jupyter shows beside the cell. The message line is uncut
-    (``""`` when the message is empty); the name is the output's ``ename`` as stored.
+    (``""`` when the message is empty); the name is the output's ``ename`` as stored. A first
+    line that only introduces what follows (it ends with ``:``, as inductor's
+    ``backend='inductor' raised:``) is joined with the next lines, up to the first that does
+    not: ``backend='inductor' raised: CppCompileError: C++ compile error``.
 
     Returns:
         None when no code cell holds an error output.
@@ -60,8 +63,14 @@ def error_cell(cells: list[dict]) -> tuple[int, str | None, str] | None:
     for number, cell in enumerate(code_cells, start=1):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                message = stored_text(out.get("evalue")).strip().splitlines()
-                return number, out.get("ename"), message[0] if message else ""
+                lines = [s.strip() for s in stored_text(out.get("evalue")).splitlines()]
+                lines = [s for s in lines if s]
+                reason = lines[:1]
+                for line in lines[1:]:
+                    if not reason[-1].endswith(":"):
+                        break
+                    reason.append(line)
+                return number, out.get("ename"), " ".join(reason)
     return None
 
 

@@ -42,13 +42,13 @@ def first_error(nb: Any) -> str:
     """``code cell N: Name: first line`` of the first code cell holding an error output.
 
     Returns:
-        That line (the message cut at 160 characters), or ``""`` when no cell holds an error.
+        That line (the message cut at 300 characters), or ``""`` when no cell holds an error.
     """
     found = error_cell(nb.cells)
     if found is None:
         return ""
     number, name, first = found
-    return f"code cell {number}: {name}: {first[:160]}"
+    return f"code cell {number}: {name}: {first[:300]}"
 
 
 def _first(exc: BaseException) -> str:

@@ -19,6 +19,12 @@ version is compared with it here (one problem per line on stderr, exit 1 if any)
 - ``CITATION.cff``'s ``version`` is the package version, and ``CHANGELOG.md`` has a section
   ``## <version>``;
 - every chapter's Colab set-up cell and badge are what ``scripts/release/colab_cell.py`` stamps now;
+- ``CITATION.cff``'s ``license`` names exactly the licences of the files ``pyproject.toml``'s
+  ``license-files`` lists (``LICENSE``: MIT for the code; ``LICENSE-CONTENT.md``: CC BY 4.0 for
+  the prose and figures), each file recognised by its licence's own wording
+  (:data:`LICENCE_WORDING`);
+- with ``--tag`` or ``--publishing``: ``CHANGELOG.md``'s ``## Unreleased`` section is empty
+  (a change listed there would ship in the tag under a changelog that says it is not in it);
 - with ``--publishing`` only: the tag exists in this clone (``git tag -l``) and in the
   repository (``git ls-remote --tags <repository.url>``).
 """
@@ -87,6 +93,75 @@ def pyproject_problems(root: Path = ROOT) -> list[str]:
     return problems
 
 
+#: SPDX id -> a sentence only that licence's text (or a file naming it) contains.
+LICENCE_WORDING = {
+    "MIT": "Permission is hereby granted, free of charge, to any person obtaining a copy",
+    "CC-BY-4.0": "Creative Commons Attribution 4.0 International",
+}
+UNRELEASED = "## Unreleased"
+
+
+def unreleased_lines(changelog: str) -> list[str]:
+    """The non-blank lines of the changelog's ``## Unreleased`` section (none: ``[]``)."""
+    lines = changelog.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == UNRELEASED)
+    except StopIteration:
+        return []
+    body = []
+    for line in lines[start + 1 :]:
+        if line.startswith("## "):
+            break
+        if line.strip():
+            body.append(line)
+    return body
+
+
+def unreleased_problems(root: Path = ROOT) -> list[str]:
+    """A tagged release must have an empty ``## Unreleased`` section in ``CHANGELOG.md``."""
+    body = unreleased_lines((root / "CHANGELOG.md").read_text(encoding="utf-8"))
+    if not body:
+        return []
+    version = package_version(root)
+    return [
+        f"CHANGELOG.md: the Unreleased section is not empty ({len(body)} lines, first: "
+        f"{body[0].strip()[:60]!r}): move them under '## {version}' before tagging v{version}"
+    ]
+
+
+def licence_of(text: str) -> list[str]:
+    """The SPDX ids of :data:`LICENCE_WORDING` whose wording ``text`` contains."""
+    return [spdx for spdx, wording in LICENCE_WORDING.items() if wording in " ".join(text.split())]
+
+
+def licence_problems(root: Path = ROOT) -> list[str]:
+    """``CITATION.cff``'s ``license`` against the licence files ``pyproject.toml`` lists."""
+    with open(root / "pyproject.toml", "rb") as f:
+        files = tomllib.load(f).get("project", {}).get("license-files", [])
+    problems, found = [], {}
+    for name in files:
+        path = root / name
+        if not path.is_file():
+            problems.append(f"pyproject.toml: license-files names {name}, which does not exist")
+            continue
+        ids = licence_of(path.read_text(encoding="utf-8"))
+        if len(ids) != 1:
+            known = ", ".join(LICENCE_WORDING)
+            problems.append(f"{name}: names {len(ids)} of the known licences ({known}), not one")
+            continue
+        found[ids[0]] = name
+    cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8")) or {}
+    cited = cff.get("license", [])
+    cited = [cited] if isinstance(cited, str) else list(cited)
+    for spdx, name in found.items():
+        if spdx not in cited:
+            problems.append(f"CITATION.cff: license lacks {spdx}, the licence of {name}")
+    for spdx in cited:
+        if spdx not in found:
+            problems.append(f"CITATION.cff: license names {spdx}, which no licence file has")
+    return problems
+
+
 def tag_name_problems(tag: str, root: Path = ROOT) -> list[str]:
     """Whether a pushed tag (``$GITHUB_REF_NAME``) is ``v`` + the package version.
 
@@ -131,6 +206,7 @@ def tree_problems(root: Path = ROOT) -> list[str]:
     cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8")) or {}
     if str(cff.get("version")) != version:
         problems.append(f"CITATION.cff: version is {cff.get('version')!r}, expected {version!r}")
+    problems += licence_problems(root)
     changelog = (root / "CHANGELOG.md").read_text(encoding="utf-8")
     if not re.search(rf"^## {re.escape(version)}\b", changelog, flags=re.M):
         problems.append(f"CHANGELOG.md: no section '## {version}'")
@@ -187,6 +263,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT, git: GitRunner = _git
     )
     args = parser.parse_args(argv)
     problems = tree_problems(root)
+    if args.tag is not None or args.publishing:
+        problems += unreleased_problems(root)
     if args.tag is not None:
         problems += tag_name_problems(args.tag, root)
     if args.publishing:
@@ -199,7 +277,12 @@ def main(argv: list[str] | None = None, root: Path = ROOT, git: GitRunner = _git
     extra = ", tag present here and at the repository" if args.publishing else ""
     if args.tag is not None:
         extra += f", pushed tag {args.tag.removeprefix('refs/tags/')}"
-    print(f"release-check: {ref} is consistent (version, citation, changelog, Colab cells{extra})")
+    if args.tag is not None or args.publishing:
+        extra += ", Unreleased empty"
+    print(
+        f"release-check: {ref} is consistent (version, citation and its licences, changelog, "
+        f"Colab cells{extra})"
+    )
     return 0
 
 

@@ -81,3 +81,15 @@ def test_the_audits_use_the_one_home():
     for module in (audit_claims, audit_notebooks, audit_recipes, compat_outcome):
         for name in ("_text", "_python_tree", "_tree", "_output_text", "_tags", "_outputs"):
             assert not hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_error_cell_joins_a_first_line_that_only_introduces_the_reason():
+    evalue = "backend='inductor' raised:\nCppCompileError: C++ compile error\n\nCommand:\ng++ x.cpp"
+    cells = [
+        {"cell_type": "code", "outputs": [{"output_type": "error", "ename": "B", "evalue": evalue}]}
+    ]
+    assert nc.error_cell(cells) == (
+        1,
+        "B",
+        "backend='inductor' raised: CppCompileError: C++ compile error",
+    )

@@ -10,6 +10,8 @@ import pytest
 from scripts.release import colab_cell, release_check
 
 FILES = (
+    "LICENSE",
+    "LICENSE-CONTENT.md",
     "_config.yml",
     "_toc.yml",
     "pyproject.toml",
@@ -42,12 +44,12 @@ def test_scratch_tree_passes(release_tree, capsys):
 
 def test_ref_must_be_v_plus_the_package_version(release_tree, capsys):
     cfg = release_tree / "_config.yml"
-    cfg.write_text(cfg.read_text(encoding="utf-8").replace("branch: v0.1.0", "branch: v0.2.0"))
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("branch: v0.2.0", "branch: v0.3.0"))
     assert release_check.main([], root=release_tree) == 1
     err = capsys.readouterr().err
     assert (
-        "repository.branch is 'v0.2.0', but the package version (tricks_helpers.__version__) "
-        "is '0.1.0'" in err
+        "repository.branch is 'v0.3.0', but the package version (tricks_helpers.__version__) "
+        "is '0.2.0'" in err
     )
     assert "stale: run make colab" in err
 
@@ -59,7 +61,7 @@ def test_stale_cells_and_citation_and_changelog_are_reported(release_tree):
     nb.write_text(nb.read_text(encoding="utf-8").replace("Open in Colab", "Open"))
     problems = release_check.tree_problems(release_tree)
     assert any("CITATION.cff: version is 9" in p for p in problems)
-    assert any("no section '## 0.1.0'" in p for p in problems)
+    assert any("no section '## 0.2.0'" in p for p in problems)
     assert any("01_a.ipynb: Colab set-up cell or badge stale" in p for p in problems)
 
 
@@ -75,13 +77,13 @@ def fake_git(local, remote):
 
 
 def test_publishing_needs_the_tag_here_and_there(release_tree, capsys):
-    ok = fake_git("v0.1.0\n", "abc123\trefs/tags/v0.1.0\n")
+    ok = fake_git("v0.2.0\n", "abc123\trefs/tags/v0.2.0\n")
     assert release_check.main(["--publishing"], root=release_tree, git=ok) == 0
     assert "tag present" in capsys.readouterr().out
     problems = release_check.tag_problems(release_tree, fake_git("", ""))
-    assert problems[0] == "tag v0.1.0 does not exist in this clone: git tag -a v0.1.0 -m v0.1.0"
-    assert problems[1].startswith("tag v0.1.0 is not in https://github.com/")
-    offline = release_check.tag_problems(release_tree, fake_git("v0.1.0\n", None))
+    assert problems[0] == "tag v0.2.0 does not exist in this clone: git tag -a v0.2.0 -m v0.2.0"
+    assert problems[1].startswith("tag v0.2.0 is not in https://github.com/")
+    offline = release_check.tag_problems(release_tree, fake_git("v0.2.0\n", None))
     assert offline == [
         "git ls-remote https://github.com/pytorch-tricks/pytorch-tricks-executed failed: "
         "fatal: unable to access"
@@ -112,19 +114,19 @@ def test_the_version_is_typed_once_and_pyproject_reads_it(repo_root):
 def test_a_version_typed_in_pyproject_is_a_problem(release_tree):
     py = release_tree / "pyproject.toml"
     text = py.read_text(encoding="utf-8")
-    py.write_text(text.replace('dynamic = ["version"]', 'version = "0.1.0"'))
+    py.write_text(text.replace('dynamic = ["version"]', 'version = "0.2.0"'))
     problems = release_check.tree_problems(release_tree)
-    assert any("project.version is typed ('0.1.0')" in p for p in problems)
+    assert any("project.version is typed ('0.2.0')" in p for p in problems)
     assert any('dynamic = ["version"]' in p for p in problems)
 
 
 def test_the_version_is_changed_in_one_place_and_the_others_are_caught(release_tree):
     init = release_tree / "tricks_helpers" / "__init__.py"
-    init.write_text(init.read_text(encoding="utf-8").replace('"0.1.0"', '"0.2.0"'))
+    init.write_text(init.read_text(encoding="utf-8").replace('"0.2.0"', '"0.3.0"'))
     problems = release_check.tree_problems(release_tree)
-    assert any("repository.branch is 'v0.1.0'" in p for p in problems)
-    assert any("CITATION.cff: version is '0.1.0', expected '0.2.0'" in p for p in problems)
-    assert any("no section '## 0.2.0'" in p for p in problems)
+    assert any("repository.branch is 'v0.2.0'" in p for p in problems)
+    assert any("CITATION.cff: version is '0.2.0', expected '0.3.0'" in p for p in problems)
+    assert any("no section '## 0.3.0'" in p for p in problems)
     init.write_text("x = 1\n")
     with pytest.raises(ValueError, match="no __version__"):
         release_check.package_version(release_tree)
@@ -134,12 +136,56 @@ def test_the_version_is_changed_in_one_place_and_the_others_are_caught(release_t
 
 
 def test_the_pushed_tag_must_be_v_plus_the_version(release_tree, capsys):
-    assert release_check.main(["--tag", "v0.1.0"], root=release_tree) == 0
-    assert "pushed tag v0.1.0" in capsys.readouterr().out
-    assert release_check.main(["--tag", "refs/tags/v0.1.0"], root=release_tree) == 0
+    assert release_check.main(["--tag", "v0.2.0"], root=release_tree) == 0
+    assert "pushed tag v0.2.0" in capsys.readouterr().out
+    assert release_check.main(["--tag", "refs/tags/v0.2.0"], root=release_tree) == 0
     capsys.readouterr()
-    assert release_check.main(["--tag", "v0.1.1"], root=release_tree) == 1
+    assert release_check.main(["--tag", "v0.2.1"], root=release_tree) == 1
     err = capsys.readouterr().err
-    assert "the pushed tag is 'v0.1.1', but the package version" in err
-    assert "is '0.1.0': tag v0.1.0, or set the version to '0.1.1'" in err
-    assert release_check.tag_name_problems("0.1.0", release_tree) != []
+    assert "the pushed tag is 'v0.2.1', but the package version" in err
+    assert "is '0.2.0': tag v0.2.0, or set the version to '0.2.1'" in err
+    assert release_check.tag_name_problems("0.2.0", release_tree) != []
+
+
+def test_a_tag_refuses_a_non_empty_unreleased_section(release_tree, capsys):
+    log = release_tree / "CHANGELOG.md"
+    text = log.read_text(encoding="utf-8")
+    assert release_check.unreleased_lines(text) == []
+    log.write_text(text.replace("## Unreleased\n", "## Unreleased\n\n- planted: a change\n", 1))
+    assert release_check.main([], root=release_tree) == 0  # no tag: an open section is fine
+    capsys.readouterr()
+    assert release_check.main(["--tag", "v0.2.0"], root=release_tree) == 1
+    assert (
+        "CHANGELOG.md: the Unreleased section is not empty (1 lines, first: '- planted: a "
+        "change'): move them under '## 0.2.0' before tagging v0.2.0"
+    ) in capsys.readouterr().err
+    ok = fake_git("v0.2.0\n", "abc123\trefs/tags/v0.2.0\n")
+    assert release_check.main(["--publishing"], root=release_tree, git=ok) == 1
+
+
+def test_the_empty_unreleased_section_ends_at_the_next_section():
+    text = "# C\n\n## Unreleased\n\n## 1.0 (2026-01-01)\n\n- old\n"
+    assert release_check.unreleased_lines(text) == []
+    assert release_check.unreleased_lines("# C\n\n## 1.0\n- old\n") == []
+    assert release_check.unreleased_lines("## Unreleased\n- new\n\n- two\n") == ["- new", "- two"]
+
+
+def test_the_citation_names_the_licence_of_each_licence_file(release_tree, repo_root):
+    assert release_check.licence_problems(repo_root) == []
+    cff = release_tree / "CITATION.cff"
+    text = cff.read_text(encoding="utf-8")
+    cff.write_text(text.replace("  - CC-BY-4.0\n", ""))
+    assert release_check.licence_problems(release_tree) == [
+        "CITATION.cff: license lacks CC-BY-4.0, the licence of LICENSE-CONTENT.md"
+    ]
+    cff.write_text(text.replace("  - CC-BY-4.0\n", "  - Apache-2.0\n"))
+    assert release_check.licence_problems(release_tree) == [
+        "CITATION.cff: license lacks CC-BY-4.0, the licence of LICENSE-CONTENT.md",
+        "CITATION.cff: license names Apache-2.0, which no licence file has",
+    ]
+    cff.write_text(text)
+    (release_tree / "LICENSE-CONTENT.md").write_text("All rights reserved.\n")
+    problems = release_check.licence_problems(release_tree)
+    assert problems[0].startswith("LICENSE-CONTENT.md: names 0 of the known licences")
+    assert "CITATION.cff: license names CC-BY-4.0, which no licence file has" in problems
+    assert release_check.main([], root=release_tree) == 1
