@@ -20,7 +20,7 @@
 #   make lint      ruff check + ruff format --check (make format applies both fixes)
 #   make canary    run the notebooks with DeprecationWarning/FutureWarning as errors
 #   make compat TORCH=2.10.0   execute every chapter (or NB) under that torch release and its
-#                  torchao row (scripts/colab_cell.py TORCHAO_FOR_TORCH), no output comparison:
+#                  torchao row (scripts/release/colab_cell.py TORCHAO_FOR_TORCH), no output comparison:
 #                  one line per chapter (ran / sections skipped, why / failed at code cell N);
 #                  writes results/compat/torch-<TORCH>.json (NB: only those chapters' entries).
 #                  Its own venv .venv-compat-<TORCH> (a CUDA build: ~4 GB; the pinned torch of
@@ -79,7 +79,7 @@ venv: $(STAMP)
 	@$(BIN)/python -c "import matplotlib.font_manager"
 
 results: venv
-	$(BIN)/python scripts/results_page.py
+	$(BIN)/python -m scripts.results.page
 
 book: results
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -88,7 +88,7 @@ book: results
 # Debian's Chromium for the browser test; installed where this user may (root), else the
 # browser test skips and says why.
 browser-deps:
-	@bash scripts/install_chromium.sh
+	@bash scripts/release/install_chromium.sh
 
 # actionlint over .github/workflows (its config: .github/actionlint.yaml). shellcheck and pyflakes
 # are switched off: where they are installed they would check the run: scripts, elsewhere not,
@@ -105,15 +105,15 @@ test: venv browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(ACTIONLINT)
-	$(BIN)/python scripts/audit_notebooks.py
+	$(BIN)/python -m scripts.audits.notebooks
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(SINGLEHTML)
-	$(BIN)/python scripts/book_pdf.py --skip-without-chromium
+	$(BIN)/python -m scripts.release.pdf --skip-without-chromium
 	$(BIN)/python -m pytest $(PYTEST_NBVAL) -v
 
 pdf: venv
 	$(SINGLEHTML)
-	$(BIN)/python scripts/book_pdf.py
+	$(BIN)/python -m scripts.release.pdf
 
 actionlint: venv
 	$(ACTIONLINT)
@@ -128,7 +128,7 @@ format: venv
 	$(BIN)/ruff format .
 
 audit: venv
-	$(BIN)/python scripts/audit_notebooks.py
+	$(BIN)/python -m scripts.audits.notebooks
 
 unit: venv
 	$(BIN)/python -m pytest tests
@@ -138,7 +138,7 @@ nbval: venv
 
 # The stored outputs must not depend on the machine's shape: nbval over the book (or NB) once
 # pinned to one core (torch then takes 1 thread), once with more torch threads than cores: each
-# kernel starts with torch.set_num_threads(SHAPES_THREADS) (scripts/shapes_threads.py as an
+# kernel starts with torch.set_num_threads(SHAPES_THREADS) (scripts/book/shapes_threads.py as an
 # IPython start-up file; OMP_NUM_THREADS alone is capped at the core count by torch). Twice the
 # time of nbval.
 SHAPES_THREADS ?= $(shell echo $$((2 * $$(nproc) + 1)))
@@ -146,38 +146,38 @@ SHAPES_IPYTHON := $(abspath _build/shapes-ipython)
 shapes: venv
 	taskset -c 0 $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
 	mkdir -p $(SHAPES_IPYTHON)/profile_default/startup
-	cp scripts/shapes_threads.py $(SHAPES_IPYTHON)/profile_default/startup/00-shapes-threads.py
+	cp scripts/book/shapes_threads.py $(SHAPES_IPYTHON)/profile_default/startup/00-shapes-threads.py
 	IPYTHONDIR=$(SHAPES_IPYTHON) TRICKS_SHAPES_THREADS=$(SHAPES_THREADS) \
 		OMP_NUM_THREADS=$(SHAPES_THREADS) $(BIN)/python -m pytest $(PYTEST_NBVAL) $(or $(NB),book)
 
 execute: venv
-	$(BIN)/python scripts/run_notebooks.py $(NB)
+	$(BIN)/python -m scripts.book.run_notebooks $(NB)
 
 survey: venv
-	$(BIN)/python scripts/run_notebooks.py --survey $(NB)
+	$(BIN)/python -m scripts.book.run_notebooks --survey $(NB)
 
 survey-compare: venv
-	$(BIN)/python scripts/run_notebooks.py --compare
+	$(BIN)/python -m scripts.book.run_notebooks --compare
 
 colab: venv
-	$(BIN)/python scripts/colab_cell.py
-	$(BIN)/python scripts/colab_runtime.py
+	$(BIN)/python -m scripts.release.colab_cell
+	$(BIN)/python -m scripts.release.colab_runtime
 
 lock: venv
-	$(BIN)/python scripts/lock.py
+	$(BIN)/python -m scripts.release.lock
 
 RELEASE_FLAGS ?=
 release-check: venv
-	$(BIN)/python scripts/release_check.py $(RELEASE_FLAGS)
+	$(BIN)/python -m scripts.release.release_check $(RELEASE_FLAGS)
 
 markers: venv
-	$(BIN)/python scripts/convert_markers.py
+	$(BIN)/python -m scripts.release.convert_markers
 
 canary: venv
-	$(BIN)/python scripts/deprecation_canary.py $(NB)
+	$(BIN)/python -m scripts.release.deprecation_canary $(NB)
 
 # A compat venv: torch==TORCH, torchao from that release's row of TORCHAO_FOR_TORCH (the one
-# source, read by scripts/compat_env.py; no row: unbounded, as the Colab cell installs), every
+# source, read by scripts/compat/env.py; no row: unbounded, as the Colab cell installs), every
 # other requirement of requirements.txt (not constraints.txt: another torch may need other
 # dependencies), the package --no-deps. The stamp is written last: a venv with it is complete
 # and reused (delete the folder to rebuild).
@@ -185,13 +185,13 @@ canary: venv
 	$(PYTHON) -m venv .venv-compat-$*
 	$(COMPAT_PIP) install --quiet --upgrade pip
 	grep -v -E '^(torch|torchao)==' requirements.txt > .venv-compat-$*/requirements-compat.txt
-	AO="$$($(PYTHON) scripts/compat_env.py $*)" && $(COMPAT_PIP) install --quiet "torch==$*" \
+	AO="$$($(PYTHON) -m scripts.compat.env $*)" && $(COMPAT_PIP) install --quiet "torch==$*" \
 		"$$AO" -r .venv-compat-$*/requirements-compat.txt
 	$(COMPAT_PIP) install --quiet --no-deps -e .
 	touch $@
 
 compat: $(COMPAT_DEP)
-	$(COMPAT_VENV)/bin/python scripts/run_notebooks.py --compat $(TORCH) $(NB)
+	$(COMPAT_VENV)/bin/python -m scripts.book.run_notebooks --compat $(TORCH) $(NB)
 
 newest:
 	$(MAKE) compat TORCH=$(NEWEST_TORCH) NB="$(NB)"

@@ -49,7 +49,7 @@ def one_thread():
 def make_limits() -> Callable[..., object]:
     """``make_limits(**change)``: ``probe_inputs.GOOD_LIMITS`` (the input probe's valid case, a
     2-core machine) with the fields in ``change`` replaced, as a ``limits.Limits``."""
-    from probe_inputs import GOOD_LIMITS
+    from scripts.probes.inputs import GOOD_LIMITS
     from tricks_helpers import limits
 
     return lambda **change: limits.Limits(**{**GOOD_LIMITS, **change})
@@ -141,7 +141,7 @@ def tmp_book(tmp_path, make_notebook) -> Callable[..., Path]:
 
     Its ``_toc.yml`` lists ``book/intro`` then the given chapters in order (plus
     ``book/results``); its ``_config.yml`` names a GitHub repository and the release tag as
-    ``repository.branch``, the one ref (see scripts/colab_cell.py).
+    ``repository.branch``, the one ref (see scripts/release/colab_cell.py).
     """
 
     def make(

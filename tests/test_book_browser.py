@@ -35,8 +35,11 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from book_pdf import PDF_NAME, pdf_facts  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from find_notebooks import toc_pages
+from scripts.book.find_notebooks import toc_pages
+from scripts.release.pdf import (  # scripts/ is on pytest's pythonpath (pyproject.toml)
+    PDF_NAME,
+    pdf_facts,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
@@ -326,8 +329,8 @@ def test_page_renders_everything(name, server, browser):
 
 def test_results_page_shows_every_machine_side_by_side(server, browser):
     """Issue 22: one column per recorded machine, the differs view and a chart per chapter."""
-    from machine_records import record_keys
-    from results_machines import column_names, expected_charts, machine_files
+    from scripts.book.machine_records import record_keys
+    from scripts.results.machines import column_names, expected_charts, machine_files
 
     files = machine_files(ROOT)
     if len(files) < 2:

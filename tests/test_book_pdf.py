@@ -1,4 +1,4 @@
-"""Tests of scripts/book_pdf.py (make pdf): its PDF reader and its exits without Chromium.
+"""Tests of scripts/release/pdf.py (make pdf): its PDF reader and its exits without Chromium.
 
 The printed book itself is checked by the browser test (tests/test_book_browser.py).
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-import book_pdf
-from book_pdf import pdf_facts
+from scripts.release import pdf as book_pdf
+from scripts.release.pdf import pdf_facts
 
 
 def test_pdf_reader_reads_strings_and_refuses_what_it_cannot(tmp_path):

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import torch
 
-import results_page  # scripts/ is on pytest's pythonpath: the page reads the card back
+from scripts.results import page as results_page
 from tricks_helpers import env
 
 

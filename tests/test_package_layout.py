@@ -1,7 +1,7 @@
 """The package's layout: one home per public name, faces hand names on, no import loop, and
 every module reached from a chapter (a module no chapter imports belongs in ``scripts/``).
 
-Read from the source by ``scripts/import_graph.py`` (nothing imported), so a loop hidden in a
+Read from the source by ``scripts/audits/import_graph.py`` (nothing imported), so a loop hidden in a
 function body counts too. The checks themselves are tested in
 ``tests/scripts/test_import_graph.py``.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import import_graph
+from scripts.audits import import_graph
 
 #: The subpackages, from the folders: every folder of the package with an ``__init__.py``.
 FACES = tuple(sorted(p.parent.name for p in Path(import_graph.DEFAULT_DIR).glob("*/__init__.py")))
@@ -26,7 +26,7 @@ def test_faces_are_found_from_the_folders():
 
 def test_every_module_is_reached_from_a_chapter(repo_root):
     """CONTRIBUTING: a module no chapter imports, directly or through another, is scripts/'s."""
-    from find_notebooks import chapter_notebooks
+    from scripts.book.find_notebooks import chapter_notebooks
 
     notebooks = chapter_notebooks(repo_root)
     assert len(notebooks) >= 10

@@ -74,8 +74,8 @@ def test_licences_are_named_in_readme_footer_and_pyproject(repo_root):
     for href in re.findall(r'href="([^"]+)"', footer):
         assert href.startswith((url + "/", "https://creativecommons.org/")), href
     assert config["html"]["use_issues_button"] is True
-    # ... and it opens the template chooser, not a blank issue (scripts/issue_chooser.py)
-    assert config["sphinx"]["local_extensions"] == {"issue_chooser": "scripts/"}
+    # ... and it opens the template chooser, not a blank issue (scripts/release/issue_chooser.py)
+    assert config["sphinx"]["local_extensions"] == {"issue_chooser": "scripts/release/"}
     with open(repo_root / "pyproject.toml", "rb") as f:
         project = tomllib.load(f)["project"]
     assert project["license"] == "MIT"
@@ -93,7 +93,7 @@ def test_citation_cff_has_the_required_keys(repo_root):
 
 
 def test_changelog_lists_every_chapter_under_the_first_release(repo_root):
-    from find_notebooks import chapter_notebooks
+    from scripts.book.find_notebooks import chapter_notebooks
 
     changelog = read(repo_root, "CHANGELOG.md")
     first = changelog.split("\n## ")[-1]
@@ -118,7 +118,7 @@ def issue_templates(repo_root):
 
 
 def test_issue_templates_exist_and_the_chooser_names_them(repo_root):
-    import issue_chooser
+    from scripts.release import issue_chooser
 
     templates = issue_templates(repo_root)
     assert set(templates) == {
@@ -149,13 +149,13 @@ def test_the_survey_issue_form_asks_for_the_file_and_its_schema_check(repo_root)
     assert {"machine-id", "machine", "torch", "survey-file", "schema-check"} <= required
     [check] = [o for o in fields["checks"]["attributes"]["options"] if o.get("required")]
     assert "schema check printed `ok`" in check["label"]
-    command = "python scripts/results_schema.py --contributed results/<machine-id>-survey.json"
+    command = "python -m scripts.results.schema --contributed results/<machine-id>-survey.json"
     assert command in fields["schema-check"]["attributes"]["description"]
     assert command in read(repo_root, "CONTRIBUTING.md")  # one command, documented there
 
 
 def test_issues_button_opens_the_template_chooser():
-    import issue_chooser
+    from scripts.release import issue_chooser
 
     url = "https://github.com/o/r"
     assert issue_chooser.chooser_url(url + "/") == url + "/issues/new/choose"

@@ -10,7 +10,7 @@ import ast
 
 import nbformat
 
-from find_notebooks import chapter_notebooks
+from scripts.book.find_notebooks import chapter_notebooks
 
 CALLS = {"DataLoader", "find_duplicate_samples"}
 

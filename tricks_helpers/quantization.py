@@ -60,7 +60,7 @@ __all__ = [
 #: What chapter 07 needs from torchao, section by section: section -> (the first torchao
 #: release with every name the section imports and every keyword it passes them, those names).
 #: The one source of what runs where: read from the wheels of torchao 0.13 to 0.18
-#: (``scripts/torchao_api.json``, names and keywords; ``tests/scripts/test_torchao_api.py``
+#: (``scripts/compat/torchao_api.json``, names and keywords; ``tests/scripts/test_torchao_api.py``
 #: checks each release here against that record). The sections whose release is the oldest
 #: here hold the recipe and are required (:func:`require_torchao` refuses an older torchao);
 #: every other one is skipped, with one ``[skipped]`` line, where :func:`torchao_supports`

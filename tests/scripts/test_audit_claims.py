@@ -1,10 +1,10 @@
-"""scripts/audit_claims.py: rules claims-table, claims-in-tip, roof-upper-bound on planted cells."""
+"""scripts/audits/claims.py: claims-table, claims-in-tip, roof-upper-bound on planted cells."""
 
 from __future__ import annotations
 
 import pytest
 
-import audit_claims
+from scripts.audits import claims as audit_claims
 from tricks_helpers import bench, claims
 
 TITLE = "# 07 · Q\n\n```{admonition} Do this\n:class: tip\nQuantize. {glue:text}`claims-07`\n```\n"

@@ -1,12 +1,12 @@
-"""Tests of scripts/audit_device_branches.py through the notebook audit: a compared cell that
+"""Tests of scripts/audits/device_branches.py through the notebook audit: a compared cell that
 branches on the device prints the same lines on both sides (rule one-output-per-device)."""
 
 from __future__ import annotations
 
 import pytest
 
-import audit_device_branches
-import audit_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.audits import device_branches as audit_device_branches
+from scripts.audits import notebooks as audit_notebooks
 
 TITLE = "# 01 · X\n\n```{admonition} Do this\n:class: tip\nDo the thing.\n```\n"
 

@@ -1,4 +1,4 @@
-"""Tests of scripts/audit_notebooks.py: the stored-notebook audit behind `make audit`."""
+"""Tests of scripts/audits/notebooks.py: the stored-notebook audit behind `make audit`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import audit_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from notebook_cells import stored_text
+from scripts.audits import notebooks as audit_notebooks
+from scripts.book.notebook_cells import stored_text
 from tricks_helpers import bench
 
 PNG = {
@@ -391,7 +391,7 @@ def test_a_planted_hand_aligned_measured_row_fails_and_a_table_passes(make_noteb
 
 
 def test_no_stored_chapter_aligns_a_measured_value_by_hand():
-    from find_notebooks import ROOT, chapter_notebooks
+    from scripts.book.find_notebooks import ROOT, chapter_notebooks
 
     hits = []
     for path in chapter_notebooks(ROOT):

@@ -1,8 +1,8 @@
-"""scripts/audit_recipes.py: rules recipe-plain, recipe-first, evidence-folded on planted cells."""
+"""scripts/audits/recipes.py: rules recipe-plain, recipe-first, evidence-folded on planted cells."""
 
 from __future__ import annotations
 
-import audit_recipes
+from scripts.audits import recipes as audit_recipes
 
 SETUP = {"cell_type": "code", "source": "import torch\nfrom tricks_helpers import bench, seeding\n"}
 

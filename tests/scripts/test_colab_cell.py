@@ -1,4 +1,4 @@
-"""Tests of scripts/colab_cell.py: the Colab set-up cell, from one configured place."""
+"""Tests of scripts/release/colab_cell.py: the Colab set-up cell, from one configured place."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from packaging.specifiers import SpecifierSet
 
-import colab_cell  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.release import colab_cell
 
 
 def config(tmp_path, text):
@@ -186,7 +186,7 @@ def test_cell_failure_with_a_missing_tag_shows_gits_reason(monkeypatch):
 def test_cell_carries_pip_reason_verbatim():
     import inspect
 
-    from pip_reason import pip_reason
+    from scripts.release.pip_reason import pip_reason
 
     assert inspect.getsource(pip_reason).rstrip() in colab_cell.cell_source()
 

@@ -1,10 +1,10 @@
-"""Tests of scripts/colab_runtime.py: GPU-runtime metadata for chapters with a CUDA branch."""
+"""scripts/release/colab_runtime.py: GPU-runtime metadata for chapters with a CUDA branch."""
 
 from __future__ import annotations
 
 import json
 
-import colab_runtime  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.release import colab_runtime
 
 
 def test_stamps_only_notebooks_with_a_cuda_branch_and_only_once(make_notebook):

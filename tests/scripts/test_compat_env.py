@@ -1,11 +1,11 @@
-"""scripts/compat_env.py: the compat venv's torchao comes from the Colab cell's one table."""
+"""scripts/compat/env.py: the compat venv's torchao comes from the Colab cell's one table."""
 
 from __future__ import annotations
 
 import pytest
 
-import colab_cell
-import compat_env
+from scripts.compat import env as compat_env
+from scripts.release import colab_cell
 
 
 def test_the_table_is_colab_cells_own():

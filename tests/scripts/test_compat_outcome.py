@@ -1,11 +1,11 @@
-"""scripts/compat_outcome.py: a chapter's compat line from its executed notebook."""
+"""scripts/compat/outcome.py: a chapter's compat line from its executed notebook."""
 
 from __future__ import annotations
 
 import nbformat
 
-import compat_outcome
-import run_notebooks
+from scripts.book import run_notebooks
+from scripts.compat import outcome as compat_outcome
 
 SKIP = "[skipped] int4 weight-only: needs torchao>=0.18, this run has 0.16.0\n"
 

@@ -1,4 +1,4 @@
-"""scripts/compat_run.py: the runner's compat mode, one line per chapter, records kept."""
+"""scripts/compat/run.py: the runner's compat mode, one line per chapter, records kept."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-import compat_records
-import compat_run
-import run_notebooks
+from scripts.book import run_notebooks
+from scripts.compat import records as compat_records
+from scripts.compat import run as compat_run
 
 VERSIONS = {"torch": "2.10.0+cu128", "torchao": "0.16.0", "python": "3.11.7"}
 

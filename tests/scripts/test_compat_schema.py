@@ -1,4 +1,4 @@
-"""scripts/compat_schema.py and compat_records.py: a compat record is checked, merged, kept."""
+"""scripts/compat/schema.py and compat_records.py: a compat record is checked, merged, kept."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-import compat_records
-from compat_schema import check_compat, file_name
+from scripts.compat import records as compat_records
+from scripts.compat.schema import check_compat, file_name
 
 SHA = "a" * 64
 

@@ -1,4 +1,4 @@
-"""Tests of scripts/convert_markers.py: nbval comment markers become cell tags."""
+"""Tests of scripts/release/convert_markers.py: nbval comment markers become cell tags."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbval.plugin import comment_markers, metadata_tags
 
-import convert_markers  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.release import convert_markers
 
 
 def cell(source, tags=()):

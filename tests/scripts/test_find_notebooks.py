@@ -1,10 +1,10 @@
-"""Tests of scripts/find_notebooks.py: the one rule for finding pages and chapters."""
+"""Tests of scripts/book/find_notebooks.py: the one rule for finding pages and chapters."""
 
 from __future__ import annotations
 
 import pytest
 
-import find_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.book import find_notebooks
 
 
 def test_pages_in_reading_order_at_any_depth(tmp_path):

@@ -1,4 +1,4 @@
-"""Tests of scripts/import_graph.py on scratch packages: loops, re-exports, lazy imports, reach.
+"""scripts/audits/import_graph.py on scratch packages: loops, re-exports, lazy imports, reach.
 
 ``tests/test_package_layout.py`` applies the same checks to the real package.
 """
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-import import_graph  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.audits import import_graph
 
 
 def test_the_checks_find_a_loop_and_a_re_export(tmp_path):

@@ -1,11 +1,11 @@
-"""Tests of scripts/lock.py and constraints.txt: the whole environment pinned, agreeing with
+"""Tests of scripts/release/lock.py and constraints.txt: the whole environment pinned, agreeing with
 requirements.txt."""
 
 from __future__ import annotations
 
 import pytest
 
-import lock
+from scripts.release import lock
 
 FREEZE = """\
 Sphinx==8.2.3
@@ -61,5 +61,6 @@ def test_makefile_installs_under_the_constraints_and_has_make_lock(repo_root):
     makefile = (repo_root / "Makefile").read_text(encoding="utf-8")
     assert "-r requirements.txt -c $(CONSTRAINTS)" in makefile
     assert (
-        "\tlock: venv" not in makefile and "lock: venv\n\t$(BIN)/python scripts/lock.py" in makefile
+        "\tlock: venv" not in makefile
+        and "lock: venv\n\t$(BIN)/python -m scripts.release.lock" in makefile
     )

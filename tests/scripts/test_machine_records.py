@@ -1,4 +1,4 @@
-"""Tests of scripts/machine_records.py: machine facts, results files, verdict comparison."""
+"""Tests of scripts/book/machine_records.py: machine facts, results files, verdict comparison."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import machine_records  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.book import machine_records
 from tricks_helpers import bench, env
 
 

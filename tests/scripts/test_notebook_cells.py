@@ -1,14 +1,14 @@
-"""Tests of scripts/notebook_cells.py: reading stored cells as the audits and results page do."""
+"""scripts/book/notebook_cells.py: reading stored cells as the audits and results page do."""
 
 from __future__ import annotations
 
 import ast
 
-import audit_claims
-import audit_notebooks
-import audit_recipes
-import compat_outcome
-import notebook_cells as nc
+from scripts.audits import claims as audit_claims
+from scripts.audits import notebooks as audit_notebooks
+from scripts.audits import recipes as audit_recipes
+from scripts.book import notebook_cells as nc
+from scripts.compat import outcome as compat_outcome
 
 
 def test_stored_text_joins_lists_and_reads_missing_values_as_empty():

@@ -1,4 +1,4 @@
-"""Tests of scripts/notebook_run.py: the one notebook executor of the runner (run_notebooks)."""
+"""scripts/book/notebook_run.py: the one notebook executor of the runner (run_notebooks)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import nbformat
 import pytest
 
-from notebook_run import execute_notebook, first_error
+from scripts.book.notebook_run import execute_notebook, first_error
 
 
 def test_first_error_names_the_code_cell_and_error():

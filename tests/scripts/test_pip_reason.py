@@ -1,10 +1,12 @@
-"""Tests of scripts/pip_reason.py: the line that says why pip failed, as the Colab cell shows it."""
+"""scripts/release/pip_reason.py: the line that says why pip failed, as the Colab cell shows it."""
 
 from __future__ import annotations
 
 import pytest
 
-from pip_reason import pip_reason  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.release.pip_reason import (
+    pip_reason,  # scripts/ is on pytest's pythonpath (pyproject.toml)
+)
 
 #: What `pip install -q "tricks_helpers[book] @ git+<url>@v0.1.0"` printed when the tag was
 #: missing: git's line first, then pip's generic wrapper, which ends in "See above for output."

@@ -1,8 +1,8 @@
-"""Tests of scripts/probe_api.py: how a probed case is classified."""
+"""Tests of scripts/probes/api.py: how a probed case is classified."""
 
 import torch
 
-import probe_api
+from scripts.probes import api as probe_api
 
 
 def _raise(err):

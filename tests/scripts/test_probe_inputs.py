@@ -1,4 +1,4 @@
-"""Tests of scripts/probe_inputs.py: a few of its cases, in child processes (issue 32)."""
+"""Tests of scripts/probes/inputs.py: a few of its cases, in child processes (issue 32)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def probe_rows(only: str) -> list[tuple[str, str, str]]:
@@ -20,10 +20,11 @@ def probe_rows(only: str) -> list[tuple[str, str, str]]:
     started torch's OpenMP thread pool, a child that runs a parallel torch op can wait forever
     on the pool's threads, which fork did not copy (seen: a 120 s "hang" in the full suite only).
     """
-    code = f"import json, probe_inputs; print(json.dumps(probe_inputs.probe(only={only!r})))"
+    code = "import json\nfrom scripts.probes import inputs\n"
+    code += f"print(json.dumps(inputs.probe(only={only!r})))"
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SCRIPTS), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -1,4 +1,4 @@
-"""Tests of scripts/probe_storage.py: its classes, and a few of its cases in child processes."""
+"""Tests of scripts/probes/storage.py: its classes, and a few of its cases in child processes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-import probe_storage as probe  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.probes import storage as probe
 from tricks_helpers import storage
 
 

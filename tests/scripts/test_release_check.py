@@ -1,4 +1,4 @@
-"""Tests of scripts/release_check.py: one ref, the package version, stamped cells, the tag."""
+"""scripts/release/release_check.py: one ref, the package version, stamped cells, the tag."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import subprocess
 
 import pytest
 
-import colab_cell
-import release_check
+from scripts.release import colab_cell, release_check
 
 FILES = (
     "_config.yml",

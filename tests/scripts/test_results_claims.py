@@ -1,10 +1,10 @@
-"""scripts/results_claims.py: claims by machine on the results page, rendered as text."""
+"""scripts/results/claims.py: claims by machine on the results page, rendered as text."""
 
 from __future__ import annotations
 
 import pytest
 
-from results_claims import claim_rows, render_claims
+from scripts.results.claims import claim_rows, render_claims
 
 
 @pytest.fixture(scope="module")

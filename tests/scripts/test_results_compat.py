@@ -1,12 +1,12 @@
-"""scripts/results_compat.py: the compatibility table, chapter by torch release, as text."""
+"""scripts/results/compat.py: the compatibility table, chapter by torch release, as text."""
 
 from __future__ import annotations
 
 from test_compat_schema import chapter, record
 
-import compat_records
-import results_compat
-import results_page
+from scripts.compat import records as compat_records
+from scripts.results import compat as results_compat
+from scripts.results import page as results_page
 
 SKIP = [{"section": "int4", "reason": "needs torchao>=0.18, this run has 0.16.0"}]
 NOW = {"01_a": "a" * 64, "07_q": "a" * 64, "09_new": "c" * 64}

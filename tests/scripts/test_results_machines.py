@@ -1,4 +1,4 @@
-"""Tests of scripts/results_machines.py: the across-machines section and its charts."""
+"""Tests of scripts/results/machines.py: the across-machines section and its charts."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-import machine_records  # scripts/ is on pytest's pythonpath (pyproject.toml)
-import results_machines  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.book import machine_records
+from scripts.results import machines as results_machines
 from tricks_helpers import bench
 
 

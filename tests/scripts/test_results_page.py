@@ -1,10 +1,10 @@
-"""Tests of scripts/results_page.py: the generated results page and its chart."""
+"""Tests of scripts/results/page.py: the generated results page and its chart."""
 
 from __future__ import annotations
 
 import pytest
 
-import results_page  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from scripts.results import page as results_page
 from tricks_helpers import bench
 from tricks_helpers.bench import records
 
@@ -183,7 +183,7 @@ def test_main_writes_then_checks_clean(tmp_book, capsys):
 
 
 def test_committed_results_page_matches_the_stored_notebooks():
-    assert results_page.main(["--check"]) == 0, "run: python scripts/results_page.py"
+    assert results_page.main(["--check"]) == 0, "run: python -m scripts.results.page"
 
 
 def test_chart_group_titles_are_the_part_before_the_colon():
@@ -203,7 +203,7 @@ LIMITS = {
 
 
 def _results(root, source, threads, verdict_times, limits=None):
-    import machine_records
+    from scripts.book import machine_records
 
     b, t = verdict_times
     c = bench.comparison_from_times("fusion", [b] * 6, [t] * 6, threads=1, show=False, why="1 op")
@@ -268,7 +268,7 @@ def test_a_comparison_recorded_twice_is_one_row_with_the_tables_why():
 
 def test_with_records_the_printed_lines_are_not_parsed_for_rows(tmp_book, monkeypatch):
     """Issue 28: records first; the text reader runs only as the fallback."""
-    import results_rows
+    from scripts.results import rows as results_rows
 
     root = tmp_book({"01_x": ["# 01 · X", {"source": "x", "outputs": [CARD, LINE + DETAILS]}]})
     parsed = []

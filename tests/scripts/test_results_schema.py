@@ -1,4 +1,4 @@
-"""Tests of scripts/results_schema.py: a contributed results file is data, never markup (issue 32).
+"""Tests of scripts/results/schema.py: a contributed results file is data, never markup (issue 32).
 
 Each case of the issue's probe is planted: wrong types and ranges, NaN, a path for a machine id
 or a chapter, a verdict, ratio or coverage that contradicts its own interval or rounds, a
@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-import machine_records
-import results_machines
-import results_page
-import results_schema
+from scripts.book import machine_records
+from scripts.results import machines as results_machines
+from scripts.results import page as results_page
+from scripts.results import schema as results_schema
 from tricks_helpers import bench
 
 OK = {"status": "ok", "error": "", "seconds": 1.0}
@@ -129,7 +129,7 @@ def test_the_schema_refuses_each_probed_case(case, change, error, match):
 def test_the_schema_is_a_valid_json_schema_and_the_stored_files_pass(repo_root):
     import jsonschema
 
-    import results_schema
+    from scripts.results import schema as results_schema
 
     jsonschema.Draft202012Validator.check_schema(results_schema.RESULTS_SCHEMA)
     paths = sorted((repo_root / "results").glob("*.json"))

@@ -1,4 +1,4 @@
-"""Tests of scripts/run_notebooks.py, the one runner: book, try, survey and compare modes."""
+"""Tests of scripts/book/run_notebooks.py, the one runner: book, try, survey and compare modes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import json
 import nbformat
 import pytest
 
-import machine_records
-import run_notebooks  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from notebook_run import Execution, execute_notebook
+from scripts.book import machine_records, run_notebooks
+from scripts.book.notebook_run import Execution, execute_notebook
 from tricks_helpers import bench
 from tricks_helpers.bench import records
 from tricks_helpers.limits import Limits

@@ -1,7 +1,7 @@
 """The Colab cell's torchao table, the book extra's floor and chapter 07, against the wheels.
 
-``scripts/torchao_api.json`` records which names chapter 07 imports, and which keywords it
-passes them, each torchao wheel has (made by ``scripts/torchao_api.py`` from the wheels pip
+``scripts/compat/torchao_api.json`` records which names chapter 07 imports, and which keywords it
+passes them, each torchao wheel has (made by ``scripts/compat/torchao_api.py`` from the wheels pip
 downloads; nothing is imported).
 """
 
@@ -18,8 +18,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-import colab_cell
-import torchao_api
+from scripts.compat import torchao_api
+from scripts.release import colab_cell
 from tricks_helpers import quantization as qz
 
 INT4 = "torchao.prototype.quantization.int4.PrototypeInt4WeightOnlyConfig"
@@ -27,7 +27,9 @@ INT4 = "torchao.prototype.quantization.int4.PrototypeInt4WeightOnlyConfig"
 
 @pytest.fixture(scope="module")
 def record(repo_root):
-    return json.loads((repo_root / "scripts" / "torchao_api.json").read_text(encoding="utf-8"))
+    return json.loads(
+        (repo_root / "scripts" / "compat" / "torchao_api.json").read_text(encoding="utf-8")
+    )
 
 
 def chapter_07_imports(repo_root):

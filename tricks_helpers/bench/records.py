@@ -6,7 +6,7 @@ only when the environment variable :data:`RECORDS_ENV` (``TRICKS_RECORDS``) name
 each shown comparison append its record to that file as one JSON line (:func:`emit`), with the
 chapter named by :data:`CHAPTER_ENV` (``TRICKS_RECORDS_CHAPTER``, set by the runner) or, failing
 that, the file's stem. Without the variable nothing is written and nothing is kept: no global
-state. ``scripts/run_notebooks.py`` (the book's runner, in every mode) sets both variables.
+state. ``scripts/book/run_notebooks.py`` (the book's runner, in every mode) sets both variables.
 
 Fields (:data:`FIELDS`): ``schema`` (:data:`SCHEMA_VERSION`), ``label``, ``chapter`` (``None``
 when unknown), ``device``, ``threads``, ``baseline_s`` and ``trick_s`` (median seconds per call),

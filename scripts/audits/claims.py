@@ -1,0 +1,117 @@
+"""Rules ``claims-table``, ``claims-in-tip`` and ``roof-upper-bound`` of
+``scripts/audits/notebooks.py`` (issue 29: advice is a claim this run decides).
+
+- ``claims-table``: a chapter prints its claims table (``tricks_helpers.claims.Claims.table``)
+  in its stored outputs, so every piece of advice it gives is decided on the page.
+- ``claims-in-tip``: the tip on the first screen shows this run's clause (the
+  ``{glue:text}`claims-NN``` role in the title cell, glued by ``Claims.glue`` in a stored
+  output), and every claim the stored table prints as ``NOT HELD HERE`` is named in that glued
+  clause: a stored run that contradicts a claim whose condition holds here fails the audit
+  unless the tip says it did not hold here.
+- ``roof-upper-bound``: no stored output prints a point above its roof: a measured share of a
+  limit, ceiling, roof, bandwidth or peak above 100% (``~102% of the ceiling``) means the roof
+  was not the highest rate this machine reached, so it is not a limit.
+
+Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scripts.book.notebook_cells import code_outputs, output_text, stored_text
+
+CLAIMS_TABLE = "claims-table"
+CLAIMS_IN_TIP = "claims-in-tip"
+ROOF_UPPER_BOUND = "roof-upper-bound"
+
+_HEADER = "claims decided by this run:"
+_NOT_HELD_ROW = re.compile(r"^  NOT HELD HERE +(?P<key>[A-Za-z0-9-]+): ")
+_GLUE_ROLE = re.compile(r"\{glue:text\}`(?P<name>claims-[\w-]+)`")
+_GLUE_MIME = "application/papermill.record/text/plain"
+_OVER_ROOF = re.compile(
+    r"~(?P<pct>[0-9][0-9.,]*)%\s*(?:of\s+(?:the\s+|this\s+machine's\s+|its\s+)?)"
+    r"(?:[\w-]+\s+){0,3}?(?P<what>limit|ceiling|roof|bandwidth|peak)\b",
+    flags=re.I,
+)
+
+
+def claim_rows(cells: list[dict]) -> tuple[bool, list[str]]:
+    """Whether a claims table is stored, and the key of each claim it prints NOT HELD HERE."""
+    found, not_held = False, []
+    for _, out in code_outputs(cells):
+        for line in output_text(out).splitlines():
+            found = found or line.startswith(_HEADER)
+            row = _NOT_HELD_ROW.match(line)
+            if row:
+                not_held.append(row.group("key"))
+    return found, not_held
+
+
+def glued_clauses(cells: list[dict]) -> dict[str, str]:
+    """Every text the notebook glued (myst-nb), by name, as the stored output holds it."""
+    found = {}
+    for _, out in code_outputs(cells):
+        name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+        value = out.get("data", {}).get(_GLUE_MIME)
+        if name and value is not None:
+            found[name] = stored_text(value).strip("'\"")
+    return found
+
+
+def claims_problems(cells: list[dict]) -> list[str]:
+    """Rules ``claims-table`` and ``claims-in-tip`` for one notebook's cells."""
+    problems = []
+    has_table, not_held = claim_rows(cells)
+    if not has_table:
+        problems.append(
+            f"{CLAIMS_TABLE}: no claims table in the stored outputs "
+            "(print tricks_helpers.claims.Claims.table() at the chapter's end)"
+        )
+    title = next(
+        (
+            stored_text(c.get("source"))
+            for c in cells
+            if c.get("cell_type") == "markdown" and stored_text(c.get("source")).startswith("# ")
+        ),
+        "",
+    )
+    role = _GLUE_ROLE.search(title)
+    if role is None:
+        problems.append(
+            f"{CLAIMS_IN_TIP}: the tip shows no run clause "
+            "({glue:text}`claims-NN` in the title cell)"
+        )
+        return problems
+    clause = glued_clauses(cells).get(role.group("name"))
+    if clause is None:
+        problems.append(
+            f"{CLAIMS_IN_TIP}: the tip names {role.group('name')!r} but no stored output "
+            "glued it (Claims.glue)"
+        )
+        return problems
+    named = clause.split("not held here:", 1)[1] if "not held here:" in clause else ""
+    named_keys = {k.strip(" .") for k in named.split(",")}
+    for key in not_held:
+        if key not in named_keys:
+            problems.append(
+                f"{CLAIMS_IN_TIP}: the stored run did not bear out claim {key!r}, "
+                "and the tip does not say so"
+            )
+    return problems
+
+
+def roof_problems(cells: list[dict]) -> list[str]:
+    """Rule ``roof-upper-bound``: no stored output prints a share above 100% of a roof."""
+    problems = []
+    for i, out in code_outputs(cells):
+        for line in output_text(out).splitlines():
+            for hit in _OVER_ROOF.finditer(line):
+                pct = float(hit.group("pct").replace(",", ""))
+                if pct > 100:
+                    problems.append(
+                        f"cell {i}: {ROOF_UPPER_BOUND}: a point at {pct:g}% of its "
+                        f"{hit.group('what')}: a roof is the highest rate measured here "
+                        f"({line.strip()[:70]})"
+                    )
+    return problems

@@ -1,0 +1,407 @@
+"""The one notebook runner: execute the book's chapters, record every comparison they show.
+
+    python -m scripts.book.run_notebooks [NOTEBOOK ...]                 book: execute in place
+    python -m scripts.book.run_notebooks --no-write --keep-going [...]  try: run only
+    python -m scripts.book.run_notebooks --survey [NOTEBOOK ...]        survey (make survey)
+    python -m scripts.book.run_notebooks --compare [REFERENCE.json]     survey-compare
+    python -m scripts.book.run_notebooks --compat 2.10.0 [NOTEBOOK ...] compat (make compat)
+
+Chapters come from ``_toc.yml`` in reading order (:func:`find_notebooks.notebooks_from_args`)
+unless named. Every chapter runs the same way in every mode (:func:`run_chapter`): in memory,
+on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
+``pytest --nbval-current-env``), in its own folder, with ``TRICKS_RECORDS`` and
+``TRICKS_RECORDS_CHAPTER`` set so that every shown comparison appends its record
+(:mod:`tricks_helpers.bench.records`). The modes differ only in what they keep:
+
+- ``book`` (the default, ``make execute``): a notebook whose every cell ran is written back;
+  this is the only way stored outputs are made. The first failure stops the run (unless
+  ``--keep-going``) and leaves that notebook untouched. The records of the chapters that ran
+  replace theirs in ``results/<machine-id>.json`` (source ``"book"``: the reference run the
+  results page and ``--compare`` read), with this machine's limits
+  (:func:`tricks_helpers.limits.measure_limits`, about 2.5 s, measured once before the first
+  notebook).
+- ``try`` (``--no-write``): nothing is written, neither notebook nor records:
+  it checks that every chapter still runs, e.g. under another torch.
+- ``survey`` (``--survey``, ``make survey``): nothing under ``book/`` is written; every chapter
+  runs (a failure never stops the survey), and every chapter, failed ones with their error, goes
+  to ``results/<machine-id>-survey.json`` (:func:`machine_records.results_path`: beside the
+  book's records, never over them) with the limits.
+- ``compat`` (``--compat TORCH``, ``make compat``): nothing under ``book/`` is written; every
+  chapter runs under this environment's torch (which must be release ``TORCH``), one line each
+  (ran / sections skipped, with why / failed at code cell N), and the outcomes go to
+  ``results/compat/torch-<TORCH>.json`` (``scripts/compat/run.py``). Exits 1 when a chapter
+  failed (its record is written all the same).
+- ``compare`` (``--compare``, ``make survey-compare``): runs nothing; prints, line by line,
+  where this machine's survey verdicts agree with the reference (the one results file whose
+  ``source`` is ``"book"``, or the file named).
+
+What a chapter finished is kept when a later one fails: a notebook that cannot be read, a kernel
+that dies, even one that dies while writing a record (its cut-off last line is dropped and
+named) fail that chapter only, with the reason in its ``error``. A summary table ends a run: one
+line per notebook with its status, time and first error. ``results/`` is the folder beside
+``book/`` (``--results`` names another).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scripts.book.find_notebooks import ROOT, notebooks_from_args
+from scripts.book.machine_records import (
+    compare_verdicts,
+    limits_record,
+    machine_facts,
+    merge_results,
+    read_results,
+    results_path,
+    write_results,
+)
+from scripts.book.notebook_run import execute_notebook
+from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, validate_record
+from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV
+
+MODES = ("book", "try", "survey")
+
+
+@dataclass
+class Outcome:
+    """What running one notebook gave: its time, its first error, the records it wrote."""
+
+    name: str
+    seconds: float
+    error: str = ""  # empty when every cell ran and every record was read
+    records: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    nb: Any = field(default=None, repr=False, compare=False)  # the executed notebook, or None
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    @property
+    def stem(self) -> str:
+        return Path(self.name).stem
+
+    def status(self) -> dict[str, Any]:
+        """The chapter's entry of a results file: ``{"status", "error", "seconds"}``."""
+        return {
+            "status": "ok" if self.ok else "failed",
+            "error": self.error,
+            "seconds": round(self.seconds, 1),
+        }
+
+    def line(self, width: int) -> str:
+        status = "ok" if self.ok else "FAILED"
+        text = f"{self.name:<{width}}  {status:<6}  {self.seconds:6.1f} s"
+        return f"{text}  {self.error}" if self.error else text
+
+
+def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None = None) -> dict:
+    """The kernel's environment: ``base`` (default ``os.environ``) plus the record variables:
+    comparisons to ``records_file``, claims (``tricks_helpers.claims``) beside it."""
+    return {
+        **(os.environ if base is None else base),
+        RECORDS_ENV: str(records_file),
+        CLAIMS_ENV: str(claims_file(records_file)),
+        CHAPTER_ENV: chapter,
+    }
+
+
+def claims_file(records_file: Path) -> Path:
+    """Where a chapter's claims go: beside its records file, ``<stem>.claims.jsonl``."""
+    return Path(records_file).with_suffix(".claims.jsonl")
+
+
+def read_chapter_claims(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
+    """The claims one chapter's run recorded, and what was wrong with the others (a line cut
+    off, not JSON, another chapter's, or not a claim); a missing file holds none."""
+    if not path.exists():
+        return [], ""
+    claims, problems = [], []
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            claim = json.loads(line)
+        except json.JSONDecodeError:
+            problems.append(f"claim line {number} is not JSON")
+            continue
+        if not isinstance(claim, dict) or set(claim) != set(CLAIM_FIELDS):
+            problems.append(f"claim line {number} is not a claim")
+        elif claim["chapter"] != chapter:
+            problems.append(f"claim line {number} names chapter {claim['chapter']!r}")
+        else:
+            claims.append(claim)
+    return claims, "; ".join(problems)
+
+
+def read_chapter_records(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
+    """The valid records of one chapter's records file, and what was wrong with the others.
+
+    Unlike :func:`tricks_helpers.bench.records.read_records` this never raises on a bad line:
+    a kernel that died while writing its last record leaves that line cut off (no newline),
+    and the records before it are still the chapter's. A missing file holds no record.
+
+    Returns:
+        ``(records, problem)``: ``problem`` is ``""`` when every line was a valid record of
+        ``chapter``, else one line naming each line dropped and why.
+    """
+    if not path.exists():
+        return [], ""
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    records, problems = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = validate_record(json.loads(line))
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+            if number == len(lines):  # no newline after it: the write never finished
+                problems.append(f"record line {number} cut off (the kernel stopped writing it)")
+            else:
+                problems.append(f"record line {number} dropped: {exc}")
+            continue
+        if record["chapter"] != chapter:
+            problems.append(f"record line {number} names chapter {record['chapter']!r}")
+            continue
+        records.append(record)
+    return records, "; ".join(problems)
+
+
+def run_chapter(
+    path: Path,
+    *,
+    write: bool = False,
+    timeout: int = 600,
+    environ: Mapping[str, str] | None = None,
+) -> Outcome:
+    """Execute one notebook with records on; write it back only if ``write`` and every cell ran.
+
+    Never raises for the notebook's sake: a notebook that cannot be read, a failing cell, a
+    timeout, a dead kernel or a damaged records file is the outcome's ``error`` (records
+    written before the failure are kept in ``records``).
+    """
+    path = Path(path)
+    with tempfile.TemporaryDirectory(prefix="records-") as tmp:
+        records_file = Path(tmp) / f"{path.stem}.jsonl"
+        env = records_env(records_file, path.stem, environ)
+        done = execute_notebook(path, timeout=timeout, env=env)
+        records, problem = read_chapter_records(records_file, path.stem)
+        claims, claim_problem = read_chapter_claims(claims_file(records_file), path.stem)
+        problem = "; ".join(p for p in (problem, claim_problem) if p)
+    if write and done.ok and not problem:
+        import nbformat
+
+        tmp_path = path.with_suffix(".ipynb.tmp")
+        nbformat.write(done.nb, tmp_path)
+        tmp_path.replace(path)
+    error = "; ".join(e for e in (done.error, problem) if e)
+    return Outcome(path.name, done.seconds, error, records, claims, done.nb)
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """The closing table: one line per notebook, then a count."""
+    import torch  # the torch the kernels ran with: the same environment as this process
+
+    width = max(len(o.name) for o in outcomes)
+    failed = [o for o in outcomes if not o.ok]
+    lines = [f"summary: torch {torch.__version__}, Python {platform.python_version()}"]
+    lines += [o.line(width) for o in outcomes]
+    lines.append(
+        f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran without error"
+        + (f"; failed: {', '.join(o.name for o in failed)}" if failed else "")
+    )
+    return "\n".join(lines)
+
+
+def write_records(
+    outcomes: list[Outcome],
+    folder: Path,
+    source: str,
+    limits: Mapping[str, Any] | None = None,
+    machine: Mapping[str, Any] | None = None,
+) -> Path:
+    """Merge ``outcomes`` into this machine's results file of ``source`` in ``folder``.
+
+    ``limits``: a ``machine_records.limits_record`` replacing the file's (None: kept);
+    ``machine``: the machine's facts (default: this machine's).
+    """
+    machine = machine_facts() if machine is None else machine
+    target = results_path(folder, machine["id"], source)
+    old = read_results(target) if target.exists() else None
+    chapters = {o.stem: o.status() for o in outcomes}
+    records = [r for o in outcomes for r in o.records]
+    claims = [c for o in outcomes for c in o.claims]
+    merged = merge_results(old, machine, chapters, records, source, limits, claims)
+    return write_results(merged, folder)
+
+
+def run(
+    paths: list[Path],
+    mode: str = "book",
+    *,
+    results: Path | None = None,
+    keep_going: bool = False,
+    timeout: int = 600,
+    runner: Callable[..., Outcome] = run_chapter,
+    measure: Callable[[], Any] | None = None,
+) -> tuple[list[Outcome], list[Path]]:
+    """Run ``paths`` one after another in ``mode`` (see the module's docstring).
+
+    Args:
+        results: the results folder (default: ``results/`` beside each notebook's folder).
+        keep_going: go on after a failure (always so in a survey).
+        runner: runs one chapter (:func:`run_chapter`; tests pass a stub).
+        measure: measures the limits (default :func:`tricks_helpers.limits.measure_limits`).
+
+    Returns:
+        The outcomes, and the results files written (none in ``try`` mode).
+
+    Raises:
+        ValueError: on an unknown mode.
+    """
+    if mode not in MODES:
+        raise ValueError(f"run: mode must be one of {MODES}, got {mode!r}")
+    keep_going = keep_going or mode == "survey"
+    limits = None if mode == "try" else limits_record((measure or _measure_limits)())
+    outcomes: list[Outcome] = []
+    for path in paths:
+        path = Path(path)
+        print(f"executing {path.name} ...", flush=True)
+        try:
+            outcome = runner(path, write=mode == "book", timeout=timeout)
+        except Exception as exc:  # one chapter's crash never loses the chapters that finished
+            outcome = Outcome(path.name, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0])
+        outcomes.append(outcome)
+        print(
+            f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
+            + (f": {outcome.error}" if outcome.error else ""),
+            flush=True,
+        )
+        if not outcome.ok and not keep_going:
+            break
+    print(summary(outcomes), flush=True)
+    if mode == "try" or not outcomes:
+        return outcomes, []
+    folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
+    for path, outcome in zip(paths, outcomes):
+        if outcome.ok or mode == "survey":
+            folder = results or Path(path).resolve().parent.parent / "results"
+            folders.setdefault(folder, []).append(outcome)
+    source = "book" if mode == "book" else "survey"
+    written = [write_records(outs, folder, source, limits) for folder, outs in folders.items()]
+    return outcomes, written
+
+
+def _measure_limits() -> Any:
+    from tricks_helpers.limits import measure_limits
+
+    return measure_limits()
+
+
+def reference_file(results_dir: Path) -> Path:
+    """The one results file whose ``source`` is ``"book"`` (the stored notebooks' run).
+
+    Raises:
+        FileNotFoundError: when there is none; ValueError: when there are several.
+    """
+    found = [
+        p for p in sorted(Path(results_dir).glob("*.json")) if read_results(p)["source"] == "book"
+    ]
+    if not found:
+        raise FileNotFoundError(f"no results file with source 'book' in {results_dir}")
+    if len(found) > 1:
+        raise ValueError(f"several reference results files: {[p.name for p in found]}")
+    return found[0]
+
+
+def compare(results_dir: Path, reference: Path | None = None) -> int:
+    """Print this machine's survey verdicts against the reference's; 1 when any differ."""
+    try:
+        ref = reference or reference_file(results_dir)
+        mine_path = results_path(results_dir, machine_facts()["id"], "survey")
+        text, bad = compare_verdicts(read_results(mine_path), read_results(ref))
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"run_notebooks: {exc}; run `make survey` first", file=sys.stderr)
+        return 1
+    print(text)
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None, root: Path | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="notebooks (default: every chapter)")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
+        "--no-write", action="store_true", help="execute in memory only; write nothing"
+    )
+    modes.add_argument(
+        "--survey",
+        action="store_true",
+        help="run every chapter in memory; write results/<machine-id>-survey.json",
+    )
+    modes.add_argument(
+        "--compat",
+        default=None,
+        metavar="TORCH",
+        help="run every chapter under this torch release; one line each; write "
+        "results/compat/torch-TORCH.json (make compat)",
+    )
+    modes.add_argument(
+        "--compare",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="REFERENCE",
+        help="compare this machine's survey with the reference; run nothing",
+    )
+    parser.add_argument(
+        "--keep-going", action="store_true", help="go on with the next notebook after a failure"
+    )
+    parser.add_argument("--results", default=None, help="results folder (default: results/)")
+    args = parser.parse_args(argv)
+    root = ROOT if root is None else Path(root)
+    results = Path(args.results) if args.results else None
+    if args.compare is not None:
+        if args.notebooks:
+            parser.error("--compare runs no notebook")
+        return compare(results or root / "results", Path(args.compare) if args.compare else None)
+    try:
+        paths = notebooks_from_args(args.notebooks, root)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"run_notebooks: {exc}", file=sys.stderr)
+        return 1
+    if args.compat is not None:
+        from scripts.compat import run as compat_run
+
+        try:
+            entries, _ = compat_run.run_compat(
+                paths, args.compat, root=root, runner=run_chapter, partial=bool(args.notebooks)
+            )
+        except (TypeError, ValueError) as exc:
+            print(f"run_notebooks: {exc}", file=sys.stderr)
+            return 1
+        return 0 if all(e["status"] == "ran" for e in entries.values()) else 1
+    mode = "try" if args.no_write else "survey" if args.survey else "book"
+    outcomes, written = run(paths, mode, results=results, keep_going=args.keep_going)
+    for path in written:
+        data = read_results(path)
+        print(
+            f"records: {path} ({len(data['records'])} records, {path.stat().st_size} bytes)",
+            flush=True,
+        )
+    return 0 if all(o.ok for o in outcomes) and len(outcomes) == len(paths) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Generate the book's results page and its chart from the stored notebook outputs.
+
+    python -m scripts.results.page            write book/results.md and book/results_speedups.svg
+    python -m scripts.results.page --check    exit 1 if either is stale
+
+Records first: where ``results/`` holds a reference results file (source ``"book"``, written by
+``make execute``, see ``scripts/book/machine_records.py``), every row comes from its records
+(``tricks_helpers.bench.records``) and the page gains a *why* column (the invariant partner);
+with more than one machine's file, an "Across machines" section shows them side by side (one
+column per machine with its facts) and lists the comparisons whose verdict differs. Without a
+reference file the page falls back to reading the printed lines back (``results_rows``); with
+one, the printed lines are read for each chapter's title and card only. Every results file is
+checked against the results schema (``results_schema``) before anything reads it, and every
+string from one is written as text (``results_machines.cell_text``): a contributed file is
+data, never markup.
+
+The page ends with the compatibility table, chapter by torch release, from the records of
+``make compat`` (``results/compat/``, ``results_compat``), each checked against its schema first.
+
+Nothing on the page is typed: every row is a measured verdict a chapter recorded or printed,
+beside the machine card of that chapter (torch, device, CPU, threads, GPU, bf16, the date it
+was executed and the commit); a comparison printed both ways is kept once. The side-by-side
+section and its charts are ``results_machines``'s. The chart shows every row's speed-up with its
+interval, grouped by chapter, on a log scale with 1.0 and the noise threshold marked. The
+page is compared as text by ``--check``; the chart is checked by its data (a digest of the
+plotted rows written into the SVG's metadata), not by its bytes, so a matplotlib or font
+difference does not make it stale while a changed measurement does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+from scripts.book.find_notebooks import ROOT, chapter_notebooks
+from scripts.results.claims import render_claims
+from scripts.results.compat import compat_section
+from scripts.results.machines import (
+    cell_text,
+    machine_files,
+    render_machines,
+    stale_charts,
+    write_charts,
+)
+from scripts.results.rows import Chapter, apply_records, read_chapter
+from tricks_helpers import charts
+from tricks_helpers.bench import (
+    NOISE_THRESHOLD,
+    VERDICTS,
+    fmt_ratio,
+)
+
+PAGE_NAME = "results.md"
+CHART_NAME = "results_speedups.svg"
+
+DIGEST_RE = re.compile(r"results-data-sha256 ([0-9a-f]{64})")
+
+
+def chart_data(chapters: list[Chapter]) -> list[dict]:
+    """What the chart plots, in plotting order (also what its digest covers)."""
+    return [
+        {
+            "chapter": ch.title,
+            "label": r.label,
+            "verdict": r.verdict,
+            "ratio": r.ratio,
+            "lo": r.lo,
+            "hi": r.hi,
+        }
+        for ch in chapters
+        for r in ch.rows
+    ]
+
+
+def data_digest(chapters: list[Chapter]) -> str:
+    """SHA-256 of the chart's data and threshold (stable across matplotlib versions)."""
+    payload = json.dumps(
+        {"threshold": NOISE_THRESHOLD, "rows": chart_data(chapters)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _plain_title(title: str) -> str:
+    """A chapter's short title for the chart: no markdown marks, the part before its colon.
+
+    ``03 · Data loading: storage formats, ...`` becomes ``03 · Data loading``; the chart
+    shortens further, with "…", whatever still runs past its axes.
+    """
+    return re.sub(r"[`*]", "", title).split(": ", 1)[0].strip()
+
+
+def render_chart(chapters: list[Chapter], path: Path) -> None:
+    """Draw every row's speed-up and interval, grouped by chapter, into an SVG at ``path``.
+
+    The drawing is :func:`tricks_helpers.charts.speedup_chart`, the chart the chapters use.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = {
+        _plain_title(ch.title): [(r.label, r.ratio, r.lo, r.hi, r.verdict) for r in ch.rows]
+        for ch in chapters
+        if ch.rows
+    }
+    with plt.rc_context({"svg.hashsalt": "results-page", "svg.fonttype": "none", "font.size": 9}):
+        fig = charts.speedup_chart(groups, threshold=NOISE_THRESHOLD)
+        fig.savefig(
+            path,
+            format="svg",
+            metadata={
+                "Date": None,
+                "Title": "Speed-ups measured in the chapters",
+                "Description": f"results-data-sha256 {data_digest(chapters)}",
+            },
+        )
+        plt.close(fig)
+
+
+def _card_line(ch: Chapter) -> str:
+    c = ch.card
+    text = (
+        f"Measured with torch {c.get('torch', '?')} on {c.get('device', '?')} "
+        f"({c.get('cpu', '?')}, {c.get('threads', '?')} threads; GPU: {c.get('gpu', 'none')}; "
+        f"bf16: {c.get('bf16', '?')})"
+    )
+    if "executed" in c or "commit" in c:
+        text += f", executed {c.get('executed', '?')} at commit {c.get('commit', '?')}"
+    return text + f". Chapter: {{doc}}`{ch.notebook}`."
+
+
+def render(
+    chapters: list[Chapter], machines: list[dict] | None = None, compat: list[str] | None = None
+) -> str:
+    """The results page as MyST markdown (``machines``: results files, the reference first;
+    ``compat``: the compatibility section's lines, ``results_compat.compat_section``)."""
+    rows = [r for ch in chapters for r in ch.rows]
+    out = [
+        "# Results: which tricks paid off where",
+        "",
+        "```{note}",
+        "This page is generated by `scripts/results/page.py` from the stored outputs of the",
+        "chapters; do not edit it by hand. Each row is one measured comparison: the median of the",
+        "per-round speed-ups (baseline time / trick time) with its interval, and the verdict the",
+        "chapter's code decided from that interval against the book's one noise threshold",
+        f"({NOISE_THRESHOLD:g}x). `~` marks a measured value. Verdicts are measurements: they are",
+        "shown, not compared by CI, and can differ on another machine or under load. What CI",
+        "compares is each chapter's invariants (counts, bytes, FLOPs, equalities). *covers* is",
+        "the chance that an interval holds the true median, exact for its number of rounds",
+        "(rounded down): 75% at 3 rounds, 93% at 5, 95% or more from 6; `?`: not printed.",
+        "```",
+        "",
+    ]
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    with_rows = sum(bool(ch.rows) for ch in chapters)
+    out += [
+        f"{len(rows)} measured verdicts from {with_rows} of {len(chapters)} chapters: "
+        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + ".",
+        "",
+    ]
+    if rows:
+        out += [
+            f"```{{figure}} {CHART_NAME}",
+            ":name: fig-results-speedups",
+            ":alt: One marker per measured trick with a horizontal bar for its interval, "
+            "grouped by chapter, on a logarithmic speed-up axis with a solid line at 1 "
+            "(no change) and dashed lines at the noise threshold and its inverse.",
+            "",
+            "Every measured speed-up with its interval, by chapter (log scale). Right of "
+            f"the dashed line at {NOISE_THRESHOLD:g}x with its whole interval: FASTER; left of "
+            f"1/{NOISE_THRESHOLD:g}x: SLOWER; otherwise NO CLEAR DIFFERENCE.",
+            "```",
+            "",
+        ]
+    for ch in chapters:
+        out += [f"## {ch.title}", ""]
+        if ch.card:
+            out += [_card_line(ch), ""]
+        if not ch.rows:
+            out += ["This chapter prints no measured verdicts.", ""]
+            continue
+        with_why = any(r.why for r in ch.rows)  # a chapter whose comparisons name no why: no column
+        out += [
+            "| what | baseline | trick | speed-up [interval] | covers | verdict | where |"
+            + (" why |" if with_why else ""),
+            "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if with_why else ""),
+        ]
+        for r in ch.rows:
+            speedup = f"{fmt_ratio(r.ratio)}x [{fmt_ratio(r.lo)}-{fmt_ratio(r.hi)}]"
+            cells = [
+                cell_text(r.label),
+                cell_text(r.baseline or "?"),
+                cell_text(r.trick or "?"),
+                speedup,  # made here from numbers: brackets that must stay as they are
+                r.covers,
+                cell_text(r.verdict),
+                cell_text(r.where),
+            ] + ([cell_text(_why_text(r))] if with_why else [])
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    out += render_claims(machines or [])
+    if machines and len(machines) > 1:
+        out += render_machines(machines, _titles(chapters))
+    out += compat or []
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _why_text(r) -> str:
+    """A row's why partner; beside a verdict that is not FASTER it says it explains no gain."""
+    if not r.why:
+        return ""
+    return r.why if r.verdict == "FASTER" else f"{r.why} (does not explain this verdict)"
+
+
+def chart_digest(path: Path) -> str | None:
+    """The data digest written into a chart SVG, or None if absent."""
+    if not path.is_file():
+        return None
+    m = DIGEST_RE.search(path.read_text(encoding="utf-8", errors="replace"))
+    return m.group(1) if m else None
+
+
+def _titles(chapters: list[Chapter]) -> dict[str, str]:
+    return {ch.notebook: _plain_title(ch.title) for ch in chapters}
+
+
+def stale(
+    chapters: list[Chapter],
+    book: Path,
+    machines: list[dict] | None = None,
+    compat: list[str] | None = None,
+) -> list[str]:
+    """Why the committed page or charts do not match the stored outputs (empty: up to date)."""
+    problems = stale_charts(machines or [], _titles(chapters), book)
+    page = book / PAGE_NAME
+    text = page.read_text(encoding="utf-8") if page.exists() else ""
+    if text != render(chapters, machines, compat):
+        problems.append(f"{PAGE_NAME} differs from the stored outputs")
+    chart = book / CHART_NAME
+    if any(ch.rows for ch in chapters):
+        if chart_digest(chart) != data_digest(chapters):
+            problems.append(f"{CHART_NAME} is missing or plots other data")
+    elif chart.exists():
+        problems.append(f"{CHART_NAME} exists but no chapter prints a measured verdict")
+    return problems
+
+
+def write(
+    chapters: list[Chapter],
+    book: Path,
+    machines: list[dict] | None = None,
+    compat: list[str] | None = None,
+) -> None:
+    """Write the page and (re)draw the charts, atomically."""
+    write_charts(machines or [], _titles(chapters), book)
+    page = book / PAGE_NAME
+    tmp = page.with_suffix(".md.tmp")
+    tmp.write_text(render(chapters, machines, compat), encoding="utf-8")
+    tmp.replace(page)
+    chart = book / CHART_NAME
+    if any(ch.rows for ch in chapters):
+        tmp = chart.with_name(chart.name + ".tmp")
+        render_chart(chapters, tmp)
+        tmp.replace(chart)
+    elif chart.exists():
+        chart.unlink()
+
+
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if the page or chart is stale")
+    args = parser.parse_args(argv)
+    try:
+        machines = machine_files(root)  # each file checked against the results schema first
+        compat = compat_section(root, chapter_notebooks(root))  # each record checked too
+    except (TypeError, ValueError) as exc:
+        print(f"results_page: {exc}; nothing written", file=sys.stderr)
+        return 1
+    if not (machines and machines[0]["source"] == "book"):
+        machines = []  # no reference run: rows read from the printed lines (the fallback)
+    chapters = [read_chapter(p, rows=not machines) for p in chapter_notebooks(root)]
+    if machines:
+        apply_records(chapters, machines[0])
+    book = root / "book"
+    if args.check:
+        problems = stale(chapters, book, machines, compat)
+        for problem in problems:
+            print(f"results_page: {problem}; run `python -m scripts.results.page`", file=sys.stderr)
+        if not problems:
+            print("results_page: book/results.md and its chart are up to date")
+        return 1 if problems else 0
+    write(chapters, book, machines, compat)
+    print(
+        f"results_page: wrote book/{PAGE_NAME}"
+        + (f" and book/{CHART_NAME}" if any(ch.rows for ch in chapters) else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
