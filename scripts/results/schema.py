@@ -49,6 +49,7 @@ from tricks_helpers.bench import (
     interval_coverage,
 )
 from tricks_helpers.bench.records import SCHEMA_VERSION
+from tricks_helpers.claims import STATUSES as CLAIM_STATUSES
 
 __all__ = [
     "SOURCES",
@@ -253,7 +254,7 @@ _CLAIM = {
         "key": _text(60, 1, r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$"),
         "advice": _text(300, 1),
         "condition": _text(200, 1),
-        "status": {"enum": ["HELD", "NOT HELD HERE", "NOT DECIDED HERE"]},
+        "status": {"enum": list(CLAIM_STATUSES)},
         "evidence": _text(300, 1),
         "measured": {"type": "boolean"},
     },
