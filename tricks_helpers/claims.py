@@ -3,18 +3,25 @@
 A chapter states each piece of advice it gives once, as a :class:`Claim`: the sentence a reader
 takes away, the condition under which it is expected to hold (hardware, size, batch), and what
 decides it on *this* run. The book is re-executed on CPUs of different kinds, so advice is never
-left standing as prose: the page prints, from the run's own numbers, one of three statuses.
+left standing as prose: the page prints, from the run's own numbers, one of four statuses.
 
-- :data:`HELD`: the condition holds here and the evidence agrees with the advice;
-- :data:`NOT_HELD`: the condition holds here and the evidence contradicts the advice (the
-  evidence line names the verdicts or the count that did);
-- :data:`NOT_DECIDED`: the condition is absent here (no GPU, no native bf16...), so this run
-  says nothing either way; the evidence line says which condition is missing.
+- :data:`HELD`: the condition holds here and a *decided* verdict (FASTER, SLOWER, SAME) or a
+  count agrees with the advice ("costs nothing" holds only on SAME);
+- :data:`NOT_HELD`: the condition holds here and a decided verdict or a count contradicts it
+  (the evidence line names the verdicts or the count that did);
+- :data:`UNDECIDED`: the condition holds here but a verdict is UNDECIDED (its interval
+  straddles a threshold) and none contradicts the advice: printed with its interval;
+- :data:`NOT_DECIDED`: the condition is absent here (no GPU, no native bf16...) *and* the page
+  measured nothing of the case. Where the page did time the case without the condition, that
+  outcome is its own claim (``outside=`` names it; :func:`from_verdicts` refuses otherwise).
 
-Two kinds of evidence decide a claim: speed verdicts (:func:`from_verdicts`, a measurement: its
-status is masked for nbval like a verdict word) and a counted fact (:func:`from_count`, an
-invariant: its evidence line is compared). :class:`Claims` gathers a chapter's claims, prints
-the claims table at its end (:meth:`Claims.table`) and hands the tip its one clause
+Speed verdicts (:func:`from_verdicts`) and trends of them (:func:`from_trend`) are
+measurements: their status is masked for nbval like a verdict word. A counted fact
+(:func:`from_count`) is an invariant: its evidence line is compared. A chapter declares each
+claim in the cell that prints its evidence (:meth:`Claims.record`, deciding it from a
+comparison, a :class:`Count`, a :class:`Trend` or an :class:`Absent` condition); the claims
+table at its end only prints what was declared (:meth:`Claims.table`) and hands the tip its one
+clause
 (:meth:`Claims.tip_clause`, glued into the tip by :meth:`Claims.glue`). Where the environment
 variable :data:`CLAIMS_ENV` (``TRICKS_CLAIMS``, set by the book's runner) names a file,
 :meth:`Claims.glue` also appends each claim to it as one JSON line (:meth:`Claim.record`), so a
@@ -29,29 +36,35 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tricks_helpers._checks import check_bool, check_choice, check_type
 from tricks_helpers.bench.records import CHAPTER_ENV
 from tricks_helpers.bench.verdicts import (
     FASTER,
-    NO_CLEAR_DIFFERENCE,
+    SAME,
     SLOWER,
     Comparison,
 )
+from tricks_helpers.bench.verdicts import UNDECIDED as _UNDECIDED_VERDICT
 from tricks_helpers.fields import CLAIM, check_text, check_texts
 
 __all__ = [
     "HELD",
     "NOT_HELD",
+    "UNDECIDED",
     "NOT_DECIDED",
     "STATUSES",
     "NOT_SLOWER",
     "EXPECTATIONS",
     "Claim",
     "Claims",
+    "Count",
+    "Trend",
+    "Absent",
     "from_verdicts",
     "from_count",
+    "from_trend",
     "not_decided",
     "CLAIMS_ENV",
     "CLAIM_FIELDS",
@@ -59,13 +72,15 @@ __all__ = [
 
 HELD = "HELD"
 NOT_HELD = "NOT HELD HERE"
+UNDECIDED = "UNDECIDED"
 NOT_DECIDED = "NOT DECIDED HERE"
-STATUSES = (HELD, NOT_HELD, NOT_DECIDED)
+STATUSES = (HELD, NOT_HELD, UNDECIDED, NOT_DECIDED)
 
-NOT_SLOWER = "not SLOWER"
-"""An expectation: the trick costs nothing measurable (FASTER or NO CLEAR DIFFERENCE)."""
+NOT_SLOWER = SAME
+"""The expectation of "costs nothing", "changes no speed" and the like: HELD only on SAME (the
+whole interval inside [1/1.1, 1.1]); an interval that straddles a threshold decides nothing."""
 
-EXPECTATIONS = (FASTER, SLOWER, NO_CLEAR_DIFFERENCE, NOT_SLOWER)
+EXPECTATIONS = (FASTER, SLOWER, SAME)
 
 CLAIMS_ENV = "TRICKS_CLAIMS"
 """The environment variable naming the JSON-lines file each decided claim is appended to."""
@@ -98,6 +113,9 @@ class Claim:
     status: str
     evidence: str
     measured: bool
+    outside: str = field(default="", compare=False)
+    """For a NOT DECIDED claim: the key of the claim that decides what the page measured
+    without the condition (checked by :meth:`Claims.table`); not part of the record."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not _KEY.fullmatch(self.key):
@@ -109,6 +127,13 @@ class Claim:
         check_choice("Claim", "status", self.status, STATUSES)
         check_bool("Claim", "measured", self.measured)
         check_texts("Claim", CLAIM, self.__dict__)  # the results file's limits, named
+        check_type("Claim", "outside", self.outside, str)
+        if self.outside and (self.status != NOT_DECIDED or not _KEY.fullmatch(self.outside)):
+            raise ValueError(
+                f"Claim: outside names the claim deciding a case measured without the "
+                f"condition: only a {NOT_DECIDED} claim has one, and it is a key; got "
+                f"{self.outside!r} on a {self.status} claim"
+            )
 
     def lines(self) -> list[str]:
         """The claim as the table prints it: status and advice, then its evidence."""
@@ -128,24 +153,28 @@ class Claim:
         return {"chapter": chapter, **{k: getattr(self, k) for k in CLAIM_FIELDS[1:]}}
 
 
-def _meets(verdict: str, expect: str) -> bool:
-    if expect == NOT_SLOWER:
-        return verdict != SLOWER
-    return verdict == expect
-
-
 def _verdict_text(c: Comparison) -> str:
     return f"{c.verdict} {c.speedup_text()} {c.label}"
 
 
-def not_decided(key: str, advice: str, *, condition: str, missing: str) -> Claim:
-    """A claim whose condition is absent on this machine: nothing measured decides it.
+def _listed(items: list[Comparison]) -> str:
+    shown = "; ".join(_verdict_text(c) for c in items[:2])
+    return shown + (f" (+{len(items) - 2} more)" if len(items) > 2 else "")
+
+
+def not_decided(key: str, advice: str, *, condition: str, missing: str, outside: str = "") -> Claim:
+    """A claim whose condition is absent on this machine and whose case the page did not time.
 
     Args:
         missing: what this machine lacks, in words (``"no CUDA device"``).
+        outside: where the page *did* time the case without the condition, the key of the
+            claim that decides that outcome (it must be in the same table); the evidence line
+            names it.
     """
     check_type("not_decided", "missing", missing, str)
-    return Claim(key, advice, condition, NOT_DECIDED, missing, measured=False)
+    check_type("not_decided", "outside", outside, str)
+    evidence = f"{missing}; measured here without it: claim {outside}" if outside else missing
+    return Claim(key, advice, condition, NOT_DECIDED, evidence, measured=False, outside=outside)
 
 
 def from_verdicts(
@@ -157,25 +186,33 @@ def from_verdicts(
     condition: str = "any CPU",
     condition_holds: bool = True,
     missing: str = "",
+    outside: str = "",
 ) -> Claim:
     """Decide a speed claim from this run's verdicts, one verdict per (baseline, trick) pair.
 
-    The claim holds when **every** comparison's verdict meets ``expect`` (FASTER, SLOWER,
-    NO CLEAR DIFFERENCE, or :data:`NOT_SLOWER`); the evidence then counts them, or names each
-    comparison that missed. Verdicts are never pooled: each pair is judged on its own interval.
+    Only a decided verdict decides: the claim is :data:`NOT_HELD` when any comparison's verdict
+    is decided (FASTER, SLOWER, SAME) and differs from ``expect`` (the evidence names them);
+    else :data:`UNDECIDED` when any is UNDECIDED (named with its interval); else :data:`HELD`.
+    Verdicts are never pooled: each pair is judged on its own interval. "Costs nothing"
+    expects SAME (:data:`NOT_SLOWER`).
 
     Args:
         comparisons: the deciding :class:`~tricks_helpers.bench.Comparison` objects (a dict's
             values are used).
-        expect: the verdict the advice predicts for every comparison.
+        expect: the verdict the advice predicts for every comparison (one of
+            :data:`EXPECTATIONS`).
         condition: where the advice is meant to hold.
-        condition_holds: False when this machine lacks the condition: the claim is then
-            :data:`NOT_DECIDED` whatever was measured.
+        condition_holds: False when this machine lacks the condition. These comparisons then
+            timed the case *without* it: that outcome must be its own claim, named by
+            ``outside``; this one is :data:`NOT_DECIDED` and says where the outcome went.
         missing: with ``condition_holds=False``, what is missing (required then).
+        outside: with ``condition_holds=False``, the key of the claim deciding what was
+            measured here (required then).
 
     Raises:
         TypeError: when a comparison is not a Comparison.
-        ValueError: on no comparisons, an unknown ``expect``, or a missing ``missing``.
+        ValueError: on no comparisons, an unknown ``expect``, or with ``condition_holds=False``
+            a missing ``missing`` or ``outside``.
     """
     check_choice("from_verdicts", "expect", expect, EXPECTATIONS)
     check_bool("from_verdicts", "condition_holds", condition_holds)
@@ -189,14 +226,24 @@ def from_verdicts(
             raise ValueError(
                 f"from_verdicts: claim {key!r} has condition_holds=False: say what is `missing`"
             )
-        return not_decided(key, advice, condition=condition, missing=missing)
-    misses = [c for c in found if not _meets(c.verdict, expect)]
+        if not outside:
+            raise ValueError(
+                f"from_verdicts: claim {key!r}: the condition is absent but {len(found)} "
+                f"comparison(s) timed the case here ({_listed(found)}); decide that outcome as "
+                "its own claim and name it with outside=, or use not_decided() where nothing "
+                "of the case was timed"
+            )
+        return not_decided(key, advice, condition=condition, missing=missing, outside=outside)
+    if outside:
+        raise ValueError(f"from_verdicts: claim {key!r}: outside= only with condition_holds=False")
+    misses = [c for c in found if c.verdict != _UNDECIDED_VERDICT and c.verdict != expect]
     if misses:
-        shown = "; ".join(_verdict_text(c) for c in misses[:2])
-        more = f" (+{len(misses) - 2} more)" if len(misses) > 2 else ""
-        missed = SLOWER if expect == NOT_SLOWER else f"not {expect}"
-        evidence = f"{len(misses)} of {len(found)} {missed}: {shown}{more}"
+        evidence = f"{len(misses)} of {len(found)} not {expect}: {_listed(misses)}"
         return Claim(key, advice, condition, NOT_HELD, evidence, measured=True)
+    open_ = [c for c in found if c.verdict == _UNDECIDED_VERDICT]
+    if open_:
+        evidence = f"{len(open_)} of {len(found)} UNDECIDED, expected {expect}: {_listed(open_)}"
+        return Claim(key, advice, condition, UNDECIDED, evidence, measured=True)
     if len(found) == 1:
         evidence = _verdict_text(found[0])
     else:
@@ -224,6 +271,55 @@ def from_count(
     return Claim(key, advice, condition, HELD if holds else NOT_HELD, evidence, measured=False)
 
 
+def from_trend(
+    key: str,
+    advice: str,
+    holds: bool,
+    evidence: str,
+    *,
+    condition: str = "any CPU",
+) -> Claim:
+    """Decide a claim from a measured trend that no single verdict is (``the gain grows with
+    the width``): a measurement, so its status and evidence are masked like a verdict's.
+
+    Args:
+        holds: whether the trend agrees with the advice; None when this run's verdicts do
+            not decide the trend (an UNDECIDED verdict among them): the claim is UNDECIDED.
+        evidence: the verdicts the trend was read from, with their intervals.
+    """
+    if holds is not None:
+        check_bool("from_trend", "holds", holds)
+    status = UNDECIDED if holds is None else (HELD if holds else NOT_HELD)
+    return Claim(key, advice, condition, status, evidence, measured=True)
+
+
+@dataclass(frozen=True)
+class Count:
+    """What decides a claim declared with :meth:`Claims.record`: a counted fact (an
+    invariant; see :func:`from_count`)."""
+
+    holds: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Trend:
+    """What decides a claim declared with :meth:`Claims.record`: a measured trend (see
+    :func:`from_trend`); ``holds=None`` when this run's verdicts do not decide it."""
+
+    holds: bool | None
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Absent:
+    """What decides a claim declared with :meth:`Claims.record`: nothing, the condition is
+    absent here and the page timed nothing of the case (see :func:`not_decided`)."""
+
+    missing: str
+    outside: str = ""
+
+
 class Claims:
     """A chapter's claims, in the order the page states them.
 
@@ -247,6 +343,85 @@ class Claims:
             raise ValueError(f"Claims.add: claim {claim.key!r} was added before")
         self._claims[claim.key] = claim
         return claim
+
+    def record(
+        self,
+        key: str,
+        advice: str,
+        decided_by: Comparison
+        | Iterable[Comparison]
+        | Mapping[object, Comparison]
+        | Count
+        | Trend
+        | Absent,
+        *,
+        condition: str | None = None,
+        expect: str = FASTER,
+        condition_holds: bool = True,
+        missing: str = "",
+        outside: str = "",
+    ) -> Claim:
+        """Declare and decide one claim in the cell that prints its evidence; return it.
+
+        ``decided_by`` is what the cell just printed: a comparison or several (decided by
+        :func:`from_verdicts` with ``expect``, ``condition_holds``, ``missing``, ``outside``),
+        a :class:`Count` (:func:`from_count`), a :class:`Trend` (:func:`from_trend`) or an
+        :class:`Absent` condition (:func:`not_decided`). ``condition`` defaults to ``"any
+        CPU"`` for timings and ``"any machine"`` for counts. The table at the chapter's end
+        prints the claims in the order they were recorded.
+
+        Raises:
+            TypeError: on a ``decided_by`` of another kind.
+            ValueError: as the deciding function does, or when ``key`` was recorded before.
+        """
+        if condition is not None:
+            check_type("Claims.record", "condition", condition, str)
+        if isinstance(decided_by, Count):
+            claim = from_count(
+                key,
+                advice,
+                decided_by.holds,
+                decided_by.evidence,
+                condition=condition or "any machine",
+            )
+        elif isinstance(decided_by, Trend):
+            claim = from_trend(
+                key,
+                advice,
+                decided_by.holds,
+                decided_by.evidence,
+                condition=condition or "any CPU",
+            )
+        elif isinstance(decided_by, Absent):
+            if condition is None:
+                raise ValueError(f"Claims.record: {key!r}: an absent condition must be named")
+            claim = not_decided(
+                key,
+                advice,
+                condition=condition,
+                missing=decided_by.missing,
+                outside=decided_by.outside,
+            )
+        elif isinstance(decided_by, (Comparison, Iterable, Mapping)) and not isinstance(
+            decided_by, (str, bytes)
+        ):
+            found = [decided_by] if isinstance(decided_by, Comparison) else decided_by
+            claim = from_verdicts(
+                key,
+                advice,
+                found,
+                expect=expect,
+                condition=condition or "any CPU",
+                condition_holds=condition_holds,
+                missing=missing,
+                outside=outside,
+            )
+        else:
+            raise TypeError(
+                f"Claims.record: {key!r}: decided_by must be comparison(s), a Count, a Trend or "
+                f"an Absent condition, got {type(decided_by).__name__}"
+            )
+        return self.add(claim)
 
     def __getitem__(self, key: str) -> Claim:
         return self._claims[key]
@@ -276,6 +451,12 @@ class Claims:
         """
         if not self._claims:
             raise ValueError(f"Claims.table: {self.chapter!r} has no claims")
+        dangling = [c.key for c in self if c.outside and c.outside not in self._claims]
+        if dangling:
+            raise ValueError(
+                f"Claims.table: {dangling} name an outside claim that was never recorded: "
+                "declare the outcome measured without the condition as its own claim"
+            )
         lines = [f"claims decided by this run: {self._count_text()}"]
         for claim in self:
             lines.extend(claim.lines())
@@ -289,6 +470,9 @@ class Claims:
         failed = [c.key for c in self if c.status == NOT_HELD]
         if failed:
             text += f"; not held here: {', '.join(failed)}"
+        open_ = [c.key for c in self if c.status == UNDECIDED]
+        if open_:
+            text += f"; undecided: {', '.join(open_)}"
         return text + "."
 
     def glue(self, name: str, environ: Mapping[str, str] | None = None) -> str:

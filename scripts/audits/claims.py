@@ -91,6 +91,7 @@ def claims_problems(cells: list[dict]) -> list[str]:
         )
         return problems
     named = clause.split("not held here:", 1)[1] if "not held here:" in clause else ""
+    named = named.split(";", 1)[0]  # "; undecided: ..." follows (tricks_helpers.claims)
     named_keys = {k.strip(" .") for k in named.split(",")}
     for key in not_held:
         if key not in named_keys:

@@ -81,10 +81,13 @@ from scripts.audits.recipes import folding_problems, recipe_problems
 from scripts.book.find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 from scripts.book.notebook_cells import output_text, stored_text
 from scripts.release.colab_runtime import has_gpu_branch, has_gpu_runtime
+from scripts.results.schema import RETIRED_VERDICT
+from tricks_helpers.bench import VERDICTS
 
 MIN_COMPARED = 0.80
 MAX_VERDICT_LINE = 99  # characters: "< 100"
-VERDICT_WORDS = ("FASTER", "SLOWER", "NO CLEAR DIFFERENCE")
+# the four verdicts, and the word retired by issue 39 while stored outputs still print it
+VERDICT_WORDS = (*VERDICTS, RETIRED_VERDICT)
 _VERDICT_START = re.compile(rf"^(?:{'|'.join(VERDICT_WORDS)}) \d")
 _MARKER = re.compile(r"^\s*#+\s*((?:NBVAL|PYTEST_VALIDATE)_[A-Z_]+)")
 _MACHINE_PATH = re.compile(
@@ -92,13 +95,15 @@ _MACHINE_PATH = re.compile(
 )
 CONFIDENCE = 0.95  # the target of bench.median_interval (the test checks they agree)
 _DETAILS_COVERAGE = re.compile(
-    r"^  baseline .*?; (?P<rounds>\d+) rounds(?: x \d+ calls)?(?:, (?P<label>\d+)% interval)?"
+    r"^  baseline .*?; (?P<rounds>~?\d+) rounds(?: x \d+ calls)?(?:, (?P<label>~?\d+)% interval)?"
 )
 _TABLE_HEAD = re.compile(
     r"^what\s+baseline\s+trick\s+speed-up \[(?:(?P<label>\d+)% )?interval\]"
     r"(?P<rounds>\s+rounds\s+covers)?\s+verdict$"
 )
-_TABLE_ROW = re.compile(rf"\]\s+(?P<rounds>\d+)\s+(?P<label>\d+)%\s+(?:{'|'.join(VERDICT_WORDS)})$")
+_TABLE_ROW = re.compile(
+    rf"\]\s+(?P<rounds>~?\d+)\s+(?P<label>~?\d+)%\s+(?:{'|'.join(VERDICT_WORDS)})$"
+)
 _IGNORE_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output"}
 _SKIP_TAGS = {"nbval-skip"}
 _RAISES_TAGS = {"raises-exception", "nbval-raises-exception"}
@@ -179,9 +184,10 @@ def coverage_problems(cell: int, lines: list[str]) -> list[str]:
                 )
             continue
         m = _DETAILS_COVERAGE.match(line) or (_TABLE_ROW.search(line) if in_table else None)
-        if m and m["label"] and int(m["rounds"]) > 0:
-            most = coverage_percent(int(m["rounds"]))
-            if int(m["label"]) > most:
+        rounds = int(m["rounds"].lstrip("~")) if m else 0  # ~: rounds added while UNDECIDED
+        if m and m["label"] and rounds > 0:
+            most = coverage_percent(rounds)
+            if int(m["label"].lstrip("~")) > most:
                 problems.append(
                     f"cell {cell}: interval labelled {m['label']}% but {m['rounds']} rounds "
                     f"give {most}% (rule coverage)"

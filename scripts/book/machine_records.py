@@ -25,7 +25,7 @@ from typing import Any
 
 from scripts.results.schema import SOURCES as _SOURCES
 from scripts.results.schema import STATUSES as _STATUSES
-from scripts.results.schema import check_results, file_name, read_json, write_json
+from scripts.results.schema import check_results, file_name, read_json, upgrade_verdicts, write_json
 from tricks_helpers._checks import check_int, check_number, check_type
 from tricks_helpers.bench.records import SCHEMA_VERSION, validate_record
 
@@ -298,7 +298,7 @@ def read_results(path: str | Path) -> dict[str, Any]:
         ValueError: when it is not JSON or not valid (see :func:`validate_results`).
     """
     path = Path(path)
-    data = read_json(path)
+    data = upgrade_verdicts(read_json(path))  # a file of the three-verdict book: re-decided
     return validate_results(data, path.name)
 
 

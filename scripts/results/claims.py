@@ -3,9 +3,10 @@
 A chapter states its advice as claims (``tricks_helpers.claims``); the book's runner stores the
 claims each run decided in the machine's results file (``claims``). This section shows them side
 by side, one row per claim (chapter, key, advice and its condition), one column per results file
-(``HELD``, ``NOT HELD HERE``, ``NOT DECIDED HERE``, or ``-`` where that run recorded no such
-claim), and lists the claims whose status differs between machines. Every string is rendered as
-text (:func:`results_machines.cell_text`): a results file is untrusted input.
+(``HELD``, ``NOT HELD HERE``, ``UNDECIDED``, ``NOT DECIDED HERE``, or ``-`` where that run
+recorded no such claim), and lists the claims whose status differs between machines. Every
+string is rendered as text (:func:`results_machines.cell_text`): a results file is untrusted
+input.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def render_claims(files: list[dict]) -> list[str]:
         "## Claims by machine",
         "",
         "Each chapter's advice, as its claims table states it, and what each recorded run "
-        "decided: HELD, NOT HELD HERE (the run contradicted it), or NOT DECIDED HERE (its "
-        "condition, such as a GPU or native bf16, was absent).",
+        "decided: HELD, NOT HELD HERE (the run contradicted it), UNDECIDED (an interval "
+        "straddled the noise threshold: the run said nothing either way), or NOT DECIDED HERE "
+        "(its condition, such as a GPU or native bf16, was absent and nothing of its case was "
+        "timed).",
         "",
         "| chapter | claim | advice (condition) | "
         + " | ".join(cell_text(n) for n in names)

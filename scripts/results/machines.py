@@ -5,7 +5,7 @@ reference run first) and renders one column per machine, headed by its facts and
 limits, one line per comparison with each machine's verdict, the list of comparisons whose
 verdict differs between machines, and a chart per chapter with one marker per machine
 (``book/results_machines_<chapter>.svg``: each comparison a row, each machine a colour and
-marker shape, hollow where its verdict is NO CLEAR DIFFERENCE; the chapter's title is drawn
+marker shape, hollow where its verdict is UNDECIDED; the chapter's title is drawn
 inside the figure). Like the page's main chart, each is checked by a digest of its data
 written into the SVG's metadata. Used by ``scripts/results/page.py``.
 """
@@ -142,7 +142,7 @@ def machines_chart(title: str, points: dict[str, dict[str, list]], names: list[s
     """One chapter's chart: a row per comparison, one marker (with its interval) per machine.
 
     Drawn by :func:`tricks_helpers.charts.speedup_chart` with one series per machine (a colour
-    and marker shape each, hollow where the verdict is NO CLEAR DIFFERENCE), the same axis,
+    and marker shape each, hollow where the verdict is UNDECIDED), the same axis,
     threshold lines and boxed title as every speed-up chart of the book.
 
     Returns:

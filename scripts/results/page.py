@@ -50,8 +50,10 @@ from scripts.results.rows import Chapter, apply_records, read_chapter
 from tricks_helpers import charts
 from tricks_helpers._io import atomic_target
 from tricks_helpers.bench import (
+    FASTER,
     NOISE_THRESHOLD,
     VERDICTS,
+    explanation,
     fmt_ratio,
 )
 
@@ -184,7 +186,8 @@ def render(
             "",
             "Every measured speed-up with its interval, by chapter (log scale). Right of "
             f"the dashed line at {NOISE_THRESHOLD:g}x with its whole interval: FASTER; left of "
-            f"1/{NOISE_THRESHOLD:g}x: SLOWER; otherwise NO CLEAR DIFFERENCE.",
+            f"1/{NOISE_THRESHOLD:g}x: SLOWER; with its whole interval between the two: SAME; "
+            "otherwise (it straddles a dashed line): UNDECIDED.",
             "```",
             "",
         ]
@@ -223,10 +226,11 @@ def render(
 
 
 def _why_text(r) -> str:
-    """A row's why partner; beside a verdict that is not FASTER it says it explains no gain."""
+    """A row's why partner and whether it explains the row's verdict, in the book's one wording
+    (``bench.explanation``); a record names no direction, so the partner predicts a gain."""
     if not r.why:
         return ""
-    return r.why if r.verdict == "FASTER" else f"{r.why} (does not explain this verdict)"
+    return f"{r.why} {explanation(FASTER, r.verdict)}"
 
 
 def chart_digest(path: Path) -> str | None:

@@ -28,12 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.book.notebook_cells import stored_text
-from tricks_helpers.bench import VERDICT_LINE_RE, VERDICTS, coverage_percent, fmt_ratio, fmt_time
+from scripts.results.schema import RETIRED_VERDICT, redecide
+from tricks_helpers.bench import (
+    UNDECIDED,
+    VERDICT_LINE_RE,
+    VERDICTS,
+    coverage_percent,
+    fmt_ratio,
+    fmt_time,
+)
 
 _RATIO = r"\d+(?:\.\d+)?"
 _TIME = r"~\S+ (?:ns|us|ms|s)"
 DETAILS_RE = re.compile(
-    rf"^  baseline (?P<baseline>{_TIME}), trick (?P<trick>{_TIME}); (?P<rounds>\d+) rounds"
+    rf"^  baseline (?P<baseline>{_TIME}), trick (?P<trick>{_TIME}); (?P<rounds>~?\d+) rounds"
     r"(?: x (?P<calls>\d+) calls)?"
 )
 TABLE_HEAD_RE = re.compile(
@@ -42,7 +50,7 @@ TABLE_HEAD_RE = re.compile(
 TABLE_ROW_RE = re.compile(
     rf"^(?P<label>\S.*?)\s+(?P<baseline>{_TIME})\s+(?P<trick>{_TIME})\s+"
     rf"(?P<ratio>{_RATIO})x \[(?P<lo>{_RATIO})-(?P<hi>{_RATIO})\]\s+"
-    rf"(?:(?P<rounds>\d+)\s+\d+%\s+)?(?P<verdict>{'|'.join(VERDICTS)})$"
+    rf"(?:(?P<rounds>~?\d+)\s+~?\d+%\s+)?(?P<verdict>{'|'.join((*VERDICTS, RETIRED_VERDICT))})$"
 )
 CARD_RE = re.compile(
     r"^  (?P<key>torch|device|cpu|threads|gpu|bf16|executed|commit|warning) +(?P<value>.+)$"
@@ -63,12 +71,15 @@ class Row:
     rounds: str = ""
     where: str = ""
     why: str | None = None  # None: read from printed lines (no records), so no why column
+    retired: bool = False  # printed with the three-verdict book's word, re-decided when read
 
     @property
     def covers(self) -> str:
-        """The interval's coverage from its round count (``93%``), ``?`` when none was printed."""
+        """The interval's coverage from its round count (``93%``), ``?`` when none was printed;
+        ``~99%`` where rounds were added while UNDECIDED (``~9`` rounds)."""
         n = self.rounds.split(" x ")[0]
-        return f"{coverage_percent(int(n))}%" if n else "?"
+        mark = "~" if n.startswith("~") else ""
+        return f"{mark}{coverage_percent(int(n.lstrip('~')))}%" if n else "?"
 
     def key(self) -> tuple:
         """What identifies one comparison, whichever way it was printed."""
@@ -95,6 +106,21 @@ def _output_lines(cell) -> list[str]:
     return lines
 
 
+def _half_step(printed: str) -> float:
+    """Half the last printed digit's step (``fmt_ratio``: 1.23 -> 0.005, 12.3 -> 0.05)."""
+    decimals = len(printed.partition(".")[2])
+    return 0.5 * 10.0**-decimals
+
+
+def _read_verdict(word: str, lo: str, hi: str, retired: bool) -> str:
+    """A printed verdict as the page reads it. The retired word of the three-verdict book is
+    re-decided from its printed interval widened by the rounding of its ends, so a SAME is read
+    only where the unrounded interval surely was inside the thresholds."""
+    if not retired:
+        return word
+    return redecide(RETIRED_VERDICT, float(lo) - _half_step(lo), float(hi) + _half_step(hi))
+
+
 def parse_lines(lines: list[str], card: dict[str, str]) -> list[Row]:
     """The measured verdicts in one cell's output lines (verdict lines and table rows)."""
     rows: list[Row] = []
@@ -102,12 +128,16 @@ def parse_lines(lines: list[str], card: dict[str, str]) -> list[Row]:
     default_where = f"{card.get('device', '?')}, {card.get('threads', '?')} threads"
     for i, line in enumerate(lines):
         line = line.rstrip()
+        retired = line.startswith(RETIRED_VERDICT + " ")  # a stored output of the 3-verdict book
+        if retired:
+            line = UNDECIDED + line[len(RETIRED_VERDICT) :]  # read as a line, re-decided below
         m = VERDICT_LINE_RE.match(line)
         if m:
             in_table = False
             row = Row(
                 label=m["label"],
-                verdict=m["verdict"],
+                verdict=_read_verdict(m["verdict"], m["lo"], m["hi"], retired),
+                retired=retired,
                 ratio=float(m["ratio"]),
                 lo=float(m["lo"]),
                 hi=float(m["hi"]),
@@ -127,7 +157,10 @@ def parse_lines(lines: list[str], card: dict[str, str]) -> list[Row]:
             rows.append(
                 Row(
                     label=t["label"],
-                    verdict=t["verdict"],
+                    verdict=_read_verdict(
+                        t["verdict"], t["lo"], t["hi"], t["verdict"] == RETIRED_VERDICT
+                    ),
+                    retired=t["verdict"] == RETIRED_VERDICT,
                     ratio=float(t["ratio"]),
                     lo=float(t["lo"]),
                     hi=float(t["hi"]),

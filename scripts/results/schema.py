@@ -37,7 +37,15 @@ import jsonschema
 
 from tricks_helpers import fields
 from tricks_helpers._io import atomic_target, read_regular
-from tricks_helpers.bench import NOISE_THRESHOLD, VERDICTS, decide, interval_coverage
+from tricks_helpers.bench import (
+    FASTER,
+    NOISE_THRESHOLD,
+    SLOWER,
+    UNDECIDED,
+    VERDICTS,
+    decide,
+    interval_coverage,
+)
 from tricks_helpers.bench.records import FIELDS, SCHEMA_VERSION
 from tricks_helpers.claims import CLAIM_FIELDS
 from tricks_helpers.claims import STATUSES as CLAIM_STATUSES
@@ -56,9 +64,51 @@ __all__ = [
     "write_json",
     "schema_check",
     "check_results",
+    "RETIRED_VERDICT",
+    "redecide",
+    "upgrade_verdicts",
     "check_files",
     "file_name",
 ]
+
+#: The verdict word the book printed before its four verdicts (issue 39): an interval that was
+#: neither FASTER nor SLOWER. A file or stored output written then is read with the verdict its
+#: interval gives now (SAME or UNDECIDED: :func:`redecide`), never with the retired word.
+RETIRED_VERDICT = "NO CLEAR DIFFERENCE"
+
+
+def redecide(verdict: str, lo: float, hi: float) -> str:
+    """The verdict to read for ``verdict`` over ``[lo, hi]``: a current word as it is, the
+    retired word as :func:`~tricks_helpers.bench.decide` decides the interval now.
+
+    The retired word meant "neither FASTER nor SLOWER", so where a printed (rounded) interval
+    seems to decide one of those, its true end lay within rounding of the threshold: the
+    interval straddles it, UNDECIDED.
+
+    Raises:
+        ValueError: on a word that is no verdict.
+    """
+    if verdict in VERDICTS:
+        return verdict
+    if verdict != RETIRED_VERDICT:
+        raise ValueError(f"redecide: {verdict!r} is no verdict; verdicts are {VERDICTS}")
+    now = decide(lo, hi, NOISE_THRESHOLD)
+    return UNDECIDED if now in (FASTER, SLOWER) else now
+
+
+def upgrade_verdicts(data: Any) -> Any:
+    """A results file's content with each record's retired verdict word re-decided from its
+    interval (:func:`redecide`); anything else, and any file without the word, unchanged.
+    Called by the one reader (``machine_records.read_results``) before the checks."""
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        return data
+    for rec in data["records"]:
+        if isinstance(rec, dict) and rec.get("verdict") == RETIRED_VERDICT:
+            lo, hi = rec.get("lo"), rec.get("hi")
+            if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi:
+                rec["verdict"] = redecide(RETIRED_VERDICT, lo, hi)
+    return data
+
 
 #: Where a results file comes from: the run that made the stored notebooks, or a survey.
 SOURCES = ("book", "survey")

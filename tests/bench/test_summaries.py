@@ -7,10 +7,14 @@ from tricks_helpers import bench
 
 
 def test_tally_counts_verdicts_as_measurements(sanitize):
-    cs = [fake(ratios=(1.5,) * 6), fake(ratios=(1.0,) * 6), fake(ratios=(1.01,) * 6)]
-    assert bench.tally(cs) == "FASTER ~1, SLOWER ~0, NO CLEAR DIFFERENCE ~2 of 3"
+    cs = [fake(ratios=(1.5,) * 6), fake(ratios=(1.0,) * 6), fake(ratios=(0.8, 1.0, 1.2) * 2)]
+    assert bench.tally(cs) == "FASTER ~1, SLOWER ~0, SAME ~1, UNDECIDED ~1 of 3"
     other = [fake(ratios=(0.5,) * 6)] * 3
     assert sanitize(bench.tally(cs)) == sanitize(bench.tally(other))
+    # a stored tally of the three-verdict book sanitizes like a new one (nbval before re-running)
+    old = "read order, 5 formats: FASTER ~1, SLOWER ~0, NO CLEAR DIFFERENCE ~4 of 5"
+    new = "read order, 5 formats: FASTER ~1, SLOWER ~0, SAME ~3, UNDECIDED ~1 of 5"
+    assert sanitize(old) == sanitize(new) == "read order, 5 formats: VERDICT counts of 5"
     with pytest.raises(ValueError, match="no comparisons"):
         bench.tally([])
     with pytest.raises(TypeError, match="must be Comparison"):

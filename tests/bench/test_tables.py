@@ -49,22 +49,26 @@ def test_table_shows_the_why_given_at_each_comparisons_call(sanitize):
     assert lines[3:] == [
         "",
         "why (the invariant asserted beside each verdict):",
-        "  fusion           BatchNorm ops 0 vs 20",
-        "  repvgg, batch 1  FLOPs equal",
+        "  fusion           BatchNorm ops 0 vs 20 (explains this verdict)",
+        "  repvgg, batch 1  FLOPs equal (explains this verdict)",
     ]
     assert bench.table(rows).splitlines() == lines[:3]  # not printed unless asked
     # a why given to the table overrides the comparison's own
     assert bench.table(rows, why={"fusion": "other"}, show_why=True).endswith(
-        "\n  repvgg, batch 1  FLOPs equal"
+        "\n  repvgg, batch 1  FLOPs equal (explains this verdict)"
     ) and "  fusion           other" in bench.table(rows, why={"fusion": "other"}, show_why=True)
     slower = {k: with_why(fake(ratios=(0.5,) * 6), c.why) for k, c in rows.items()}
     shown = bench.table(slower, show_why=True)
-    # a partner beside a verdict that is not FASTER says it explains no gain there
+    # a partner that predicts a gain does not explain a SLOWER row, and says so from the
+    # directions (bench.explanation), not from "the verdict is not FASTER"
     assert shown.splitlines()[-1] == (
-        "  repvgg, batch 1  FLOPs equal (no gain showed here: this partner does not explain "
-        "the verdict)"
+        "  repvgg, batch 1  FLOPs equal (does not explain this verdict: predicts FASTER, "
+        "measured SLOWER)"
     )
     assert sanitize(shown) == sanitize(text)
+    # a partner that predicts SLOWER (03: every batch copied to shared memory) explains it
+    copied = {"workers": dataclasses.replace(slower["fusion"], predicts="SLOWER")}
+    assert bench.table(copied, show_why=True).endswith("(explains this verdict)")
 
 
 def test_table_show_why_needs_a_why_for_every_row():

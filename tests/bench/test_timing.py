@@ -377,3 +377,63 @@ def test_the_thread_count_is_the_callers_not_what_a_candidate_left(one_thread):
     finally:
         torch.set_num_threads(before)
     assert before == 1 and pair.threads == 1 and many.threads == 1  # not 3 or 4
+
+
+def scripted(monkeypatch, ratios):
+    """A compare() whose round i measures baseline 1 ms and trick 1 ms / ratios[i]."""
+    from tricks_helpers.bench import timing
+
+    seq = iter(ratios)
+
+    def baseline():
+        return None
+
+    def trick():
+        return None
+
+    def fake_time_once(where, fn, number, dev):
+        return 1e-3 if fn is baseline else 1e-3 / next(seq)
+
+    monkeypatch.setattr(timing, "_time_once", fake_time_once)
+
+    def run(**kw):
+        return bench.compare(
+            "x", baseline, trick, repeats=6, warmup=0, device="cpu", show=False, **kw
+        )
+
+    return run
+
+
+UNDECIDED_SIX = [0.85, 1.0, 1.02, 0.98, 1.0, 1.01]
+
+
+def test_an_undecided_pair_takes_more_rounds_until_decided(monkeypatch, sanitize):
+    fixed = scripted(monkeypatch, UNDECIDED_SIX)()
+    assert fixed.verdict == bench.UNDECIDED and fixed.rounds == 6 and not fixed.adaptive
+    assert "; 6 rounds, 96% interval" in fixed.details()
+    more = scripted(monkeypatch, UNDECIDED_SIX + [1.0] * 20)(more_rounds=20)
+    assert more.verdict == bench.SAME and 6 < more.rounds < 26 and more.adaptive
+    assert f"~{more.rounds} rounds, ~" in more.details()
+    # the round count is a measurement now: it sanitizes alike whatever it was
+    assert sanitize(more.details()) == sanitize(
+        more.details().replace(f"~{more.rounds} rounds", "~7 rounds")
+    )
+    decided = scripted(monkeypatch, [1.0] * 6)(more_rounds=20)
+    assert decided.rounds == 6 and decided.adaptive  # decided at once: no round added
+    assert sanitize(decided.details()) == sanitize(more.details())
+
+
+def test_more_rounds_stop_at_the_budget_and_stay_undecided(monkeypatch):
+    c = scripted(monkeypatch, [0.8, 1.2] * 50)(more_rounds=10)
+    assert c.verdict == bench.UNDECIDED and c.rounds == 16  # all ten added, still undecided
+    run = scripted(monkeypatch, [0.8, 1.2] * 50)
+    with pytest.raises(ValueError, match="more_rounds"):
+        run(more_rounds=-1)
+    with pytest.raises(ValueError, match="budget_s"):
+        run(more_rounds=1, budget_s=0)
+    from tricks_helpers.bench import timing
+
+    clock = iter(range(0, 10_000, 100))  # each reading 100 s later: the budget is spent at once
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: float(next(clock)))
+    spent = scripted(monkeypatch, [0.8, 1.2] * 50)(more_rounds=10, budget_s=50)
+    assert spent.rounds == 6 and spent.verdict == bench.UNDECIDED

@@ -34,11 +34,18 @@ def test_measurement_statistics():
     [
         (1.15, 1.31, bench.FASTER),
         (1.10, 2.0, bench.FASTER),
-        (1.09, 2.0, bench.NO_CLEAR_DIFFERENCE),
-        (0.5, 1.5, bench.NO_CLEAR_DIFFERENCE),
+        (1.09, 2.0, bench.UNDECIDED),
+        (0.5, 1.5, bench.UNDECIDED),
         (0.5, 1 / 1.10, bench.SLOWER),
-        (0.5, 0.92, bench.NO_CLEAR_DIFFERENCE),
+        (0.5, 0.92, bench.UNDECIDED),
         (12.0, math.inf, bench.FASTER),
+        # SAME: the whole interval inside [1/1.1, 1.1], its ends included
+        (0.95, 1.05, bench.SAME),
+        (1 / 1.10, 1.10 - 1e-12, bench.SAME),
+        # the examples: an interval wholly below 1 but past 1/1.1 decides nothing
+        (0.83, 0.97, bench.UNDECIDED),  # 01 seed-worker-cost, once "costs nothing: HELD"
+        (0.89, 0.99, bench.UNDECIDED),  # 02 determinism-cost-cpu
+        (0.79, 1.29, bench.UNDECIDED),  # 03 "the container changes no speed"
     ],
 )
 def test_decide_uses_the_interval_and_one_threshold(lo, hi, verdict):
@@ -59,6 +66,76 @@ def test_decide_uses_the_interval_and_one_threshold(lo, hi, verdict):
 def test_decide_rejects_bad_input(args, error):
     with pytest.raises(error):
         bench.decide(*args)
+
+
+def test_four_verdicts_two_of_them_new_and_only_three_decided():
+    assert bench.VERDICTS == ("FASTER", "SLOWER", "SAME", "UNDECIDED")
+    assert bench.DECIDED == ("FASTER", "SLOWER", "SAME")
+    assert not hasattr(bench, "NO_CLEAR_DIFFERENCE")
+    for v in bench.VERDICTS:
+        line = f"{v} 1.00x [0.95-1.05] x (cpu, 2 threads)"
+        assert bench.VERDICT_LINE_RE.match(line).group("verdict") == v
+    assert not bench.VERDICT_LINE_RE.match(
+        "NO CLEAR DIFFERENCE 1.00x [0.95-1.05] x (cpu, 2 threads)"
+    )
+
+
+@pytest.mark.parametrize(
+    "predicts, verdict, said, text",
+    [
+        ("FASTER", "FASTER", True, "(explains this verdict)"),
+        ("SLOWER", "SLOWER", True, "(explains this verdict)"),
+        ("SAME", "SAME", True, "(explains this verdict)"),
+        # 03: "every batch copied to shared memory" predicts SLOWER: it explains a SLOWER row
+        (
+            "SLOWER",
+            "FASTER",
+            False,
+            "(does not explain this verdict: predicts SLOWER, measured FASTER)",
+        ),
+        (
+            "FASTER",
+            "SLOWER",
+            False,
+            "(does not explain this verdict: predicts FASTER, measured SLOWER)",
+        ),
+        (
+            "FASTER",
+            "SAME",
+            False,
+            "(does not explain this verdict: predicts FASTER, measured SAME)",
+        ),
+        ("FASTER", "UNDECIDED", None, "(explains nothing yet: the verdict is UNDECIDED)"),
+    ],
+)
+def test_a_partner_explains_the_verdict_it_predicts(predicts, verdict, said, text, sanitize):
+    assert bench.explains(predicts, verdict) is said
+    assert bench.explanation(predicts, verdict) == text
+    assert sanitize(f"copies 64 {text}") == "copies 64"  # decided by a measurement: removed
+
+
+def test_explains_refuses_unknown_directions_and_verdicts():
+    with pytest.raises(ValueError, match="predicts must be one of"):
+        bench.explains("UNDECIDED", "FASTER")
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        bench.explains("FASTER", "NO CLEAR DIFFERENCE")
+    with pytest.raises(ValueError, match="predicts must be one of"):
+        bench.Comparison("x", M, M, (1.0,), threads=1, predicts="QUICKER")
+    with pytest.raises(ValueError, match="predicts must be one of"):
+        bench.comparison_from_times("x", [1.0], [1.0], show=False, predicts="faster")
+
+
+M = bench.Measurement((1e-3,), "cpu")
+
+
+def test_a_comparisons_partner_direction_decides_its_explanation():
+    slower = bench.comparison_from_times(
+        "x", [1e-3] * 6, [2e-3] * 6, show=False, why="copies 64", predicts="SLOWER"
+    )
+    assert slower.verdict == bench.SLOWER and slower.explained() == "(explains this verdict)"
+    default = bench.comparison_from_times("x", [1e-3] * 6, [2e-3] * 6, show=False, why="w")
+    assert default.predicts == bench.FASTER
+    assert default.explained().startswith("(does not explain this verdict")
 
 
 def test_printed_lines_sanitize_to_machine_independent_text(sanitize):

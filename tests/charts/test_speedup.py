@@ -52,7 +52,9 @@ def test_one_error_bar_per_row_and_the_thresholds_drawn():
 def test_markers_say_the_verdict():
     fig = charts.speedup_chart(ROWS)
     markers = [c.lines[0].get_marker() for c in errorbars(fig)]
-    assert markers == ["o", "D", "s"]  # FASTER, NO CLEAR DIFFERENCE (decided), SLOWER (given)
+    assert markers == ["o", "^", "s"]  # FASTER, UNDECIDED (1.12 > 1.1: decided), SLOWER (given)
+    same = charts.speedup_chart([("d", 1.0, 0.95, 1.05)])
+    assert [c.lines[0].get_marker() for c in errorbars(same)] == ["D"]  # SAME
 
 
 def test_groups_are_titled_inside_the_figure_and_comparisons_are_rows():

@@ -53,6 +53,15 @@ def test_a_chapter_whose_tip_carries_the_run_clause_passes_held_or_not(monkeypat
     assert audit_claims.claims_problems(cells(chapter(0.5), monkeypatch)) == []
 
 
+def test_a_clause_that_also_names_undecided_claims_still_names_the_not_held(monkeypatch):
+    book = chapter(0.5)  # int8-faster NOT HELD HERE
+    open_ = bench.comparison_from_times("y", [0.8e-3, 1.2e-3] * 3, [1e-3] * 6, show=False)
+    book.add(claims.from_verdicts("open", "y is faster", [open_]))
+    assert book["open"].status == claims.UNDECIDED
+    assert book.tip_clause().endswith("not held here: int8-faster; undecided: open.")
+    assert audit_claims.claims_problems(cells(book, monkeypatch)) == []
+
+
 def test_a_contradicted_claim_fails_when_the_tip_does_not_say_so(monkeypatch):
     contradicted = cells(chapter(0.5), monkeypatch)
     held_clause = cells(chapter(2.0), monkeypatch)[1]["outputs"][1]

@@ -106,7 +106,7 @@ def test_compare_verdicts_line_by_line():
     text, bad = machine_records.compare_verdicts(mine, ref)
     assert bad == 2
     assert "agree    01_x: same: FASTER" in text
-    assert "DIFFERS  01_x: flips: reference FASTER 2.00x, here NO CLEAR DIFFERENCE 1.00x" in text
+    assert "DIFFERS  01_x: flips: reference FASTER 2.00x, here SAME 1.00x" in text
     assert "missing  02_y: gone (chapter failed)" in text
     assert text.endswith("1 of 3 reference verdicts agree")
 

@@ -33,9 +33,9 @@ def test_chapter_points_one_row_per_comparison_one_point_per_machine():
     assert points["01_x"] == {
         "fusion": {
             "test-avx2-only-2t (book)": [2.0, 2.0, 2.0, "FASTER"],
-            "test-avx2-only-4t": [1.0, 1.0, 1.0, "NO CLEAR DIFFERENCE"],
+            "test-avx2-only-4t": [1.0, 1.0, 1.0, "SAME"],
         },
-        "fusion (2)": {"test-avx2-only-2t (book)": [1.0, 1.0, 1.0, "NO CLEAR DIFFERENCE"]},
+        "fusion (2)": {"test-avx2-only-2t (book)": [1.0, 1.0, 1.0, "SAME"]},
     }
 
 
@@ -45,7 +45,7 @@ def test_chart_title_and_legend_stay_inside_the_figure():
     points = {
         "fusion": {
             names[0]: [2.0, 1.8, 2.2, "FASTER"],
-            names[1]: [1.0, 0.9, 1.1, "NO CLEAR DIFFERENCE"],
+            names[1]: [1.0, 0.9, 1.1, "UNDECIDED"],
         }
     }
     fig = results_machines.machines_chart(long, points, names)
@@ -152,7 +152,10 @@ def test_the_chart_is_the_books_speedup_chart_with_a_series_per_machine():
     points = {"fusion": {names[0]: [2.0, 1.8, 2.2, "FASTER"], names[1]: [1.0, 0.9, 1.1, "X"]}}
     with pytest.raises(ValueError, match="verdict 'X'"):  # checked as every speed-up row
         results_machines.machines_chart("01 · X", points, names)
-    points["fusion"][names[1]][3] = "NO CLEAR DIFFERENCE"
+    points["fusion"][names[1]][3] = "NO CLEAR DIFFERENCE"  # retired by issue 39: no verdict now
+    with pytest.raises(ValueError, match="verdict 'NO CLEAR DIFFERENCE'"):
+        results_machines.machines_chart("01 · X", points, names)
+    points["fusion"][names[1]][3] = "UNDECIDED"
     fig = results_machines.machines_chart("01 · X", points, names)
     assert repr(fig) == "<speed-up chart, 750 px wide>"
     assert "noise threshold 1.1x" in fig.axes[0].get_xlabel()

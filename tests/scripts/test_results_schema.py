@@ -14,6 +14,7 @@ import math
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -369,3 +370,22 @@ def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path,
     assert "together: INVALID: several results files with source 'book'" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         results_check.main([])  # no file: a usage error
+
+
+def test_a_file_of_the_three_verdict_book_is_read_with_four(tmp_path):
+    data = results(times=(1e-3, 1e-3))
+    assert data["records"][0]["verdict"] == "SAME"
+    data["records"][0]["verdict"] = results_schema.RETIRED_VERDICT
+    with pytest.raises(ValueError, match="verdict"):  # the checks know four words only
+        results_schema.check_results(copy.deepcopy(data), "old")
+    path = tmp_path / "test-avx2-only-2t.json"
+    path.write_text(json.dumps(data))
+    assert machine_records.read_results(path)["records"][0]["verdict"] == "SAME"
+    assert results_schema.redecide("NO CLEAR DIFFERENCE", 0.83, 0.97) == "UNDECIDED"
+    assert results_schema.redecide("NO CLEAR DIFFERENCE", 1.10, 1.2) == "UNDECIDED"  # rounded
+    assert results_schema.redecide("FASTER", 1.2, 1.3) == "FASTER"
+    with pytest.raises(ValueError, match="is no verdict"):
+        results_schema.redecide("QUICKER", 1.2, 1.3)
+    for path in sorted((Path(__file__).parents[2] / "results").glob("*.json")):
+        stored = json.loads(path.read_text())["records"]  # the stored files were upgraded
+        assert results_schema.RETIRED_VERDICT not in {r["verdict"] for r in stored}, path.name

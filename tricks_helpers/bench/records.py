@@ -44,7 +44,7 @@ RECORDS_ENV = "TRICKS_RECORDS"
 #: The environment variable naming the chapter the records belong to.
 CHAPTER_ENV = "TRICKS_RECORDS_CHAPTER"
 
-_VERDICT_WORDS = ("FASTER", "SLOWER", "NO CLEAR DIFFERENCE")  # bench.verdicts.VERDICTS
+_VERDICT_WORDS = ("FASTER", "SLOWER", "SAME", "UNDECIDED")  # bench.verdicts.VERDICTS
 #: Field name -> the type(s) its value must have.
 FIELDS: dict[str, tuple[type, ...]] = {
     "schema": (int,),

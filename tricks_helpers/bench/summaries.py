@@ -15,8 +15,8 @@ __all__ = ["tally", "time_change_text"]
 
 
 def tally(comparisons: Iterable[Comparison]) -> str:
-    """How many comparisons reached each verdict: ``FASTER ~1, SLOWER ~0, NO CLEAR DIFFERENCE
-    ~4 of 5`` (counts carry ``~``: they are measurements, masked like the verdict words).
+    """How many comparisons reached each verdict: ``FASTER ~1, SLOWER ~0, SAME ~3,
+    UNDECIDED ~1 of 5`` (counts carry ``~``: they are measurements, masked like the verdict words).
 
     Raises:
         TypeError: on an item that is not a :class:`Comparison`.

@@ -25,7 +25,6 @@ from tricks_helpers._checks import check_bool, check_int, check_number, check_ty
 from tricks_helpers.bench.intervals import coverage_percent
 from tricks_helpers.bench.records import emit, make_record
 from tricks_helpers.bench.verdicts import (
-    FASTER,
     Comparison,
     Measurement,
     fmt_measured,
@@ -58,7 +57,10 @@ def table(
         comparisons: ``{row name: comparison}``, or comparisons named by their labels.
         why: partners by row name, overriding the comparisons' own ``why``.
         show_why: also print, under the table, one line per row with its partner
-            (``why (the invariant asserted beside each verdict):``); every row must have one.
+            (``why (the invariant asserted beside each verdict):``) and whether it explains
+            the row's verdict (:func:`~tricks_helpers.bench.verdicts.explanation`, from the
+            direction given as ``predicts=`` to the comparison's call); every row must have
+            a partner.
 
     Raises:
         TypeError: on a row that is not a :class:`Comparison`, a ``why`` text not a string,
@@ -100,8 +102,8 @@ def table(
             fmt_time(c.baseline.median),
             fmt_time(c.trick.median),
             c.speedup_text(),
-            str(c.rounds),
-            f"{coverage_percent(c.rounds)}%",
+            c.rounds_text(),
+            f"{'~' if c.adaptive else ''}{coverage_percent(c.rounds)}%",
             c.verdict,
         )
         for name, c in rows
@@ -113,17 +115,8 @@ def table(
     if show_why:
         lines += ["", "why (the invariant asserted beside each verdict):"]
         named = max(len(name) for name, _ in rows)
-        lines += [
-            f"  {name:<{named}}  {partners[name]}{'' if c.verdict == FASTER else NOT_EXPLAINED}"
-            for name, c in rows
-        ]
+        lines += [f"  {name:<{named}}  {partners[name]} {c.explained()}" for name, c in rows]
     return "\n".join(lines)
-
-
-NOT_EXPLAINED = " (no gain showed here: this partner does not explain the verdict)"
-"""Appended to a row's partner when its verdict is not FASTER: a why partner explains a gain,
-and a partner printed beside a verdict it does not explain says so (the sanitize file removes
-it, since the verdict is a measurement)."""
 
 
 @dataclass(frozen=True)

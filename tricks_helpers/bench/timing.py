@@ -17,10 +17,13 @@ import torch
 
 from tricks_helpers._checks import check_callable, check_int, check_number, check_type
 from tricks_helpers.bench.verdicts import (
+    FASTER,
+    UNDECIDED,
     Comparison,
     ManyComparison,
     Measurement,
     check_label,
+    check_predicts,
     check_why,
     fmt_ratio,
 )
@@ -185,6 +188,9 @@ def compare(
     attempts: int = 3,
     show: bool = True,
     why: str = "",
+    predicts: str = FASTER,
+    more_rounds: int = 0,
+    budget_s: float = 10.0,
 ) -> Comparison:
     """Time ``baseline`` and ``trick`` side by side and decide a verdict.
 
@@ -212,6 +218,13 @@ def compare(
         show: print the verdict line and the details line (and append the record where
             ``TRICKS_RECORDS`` names a file, see :mod:`tricks_helpers.bench.records`).
         why: the invariant partner (why the trick is faster), kept in the record only.
+        predicts: the direction the partner predicts (FASTER, SLOWER or SAME): a partner
+            explains the verdict when it is the direction measured (:func:`explains`).
+        more_rounds: while the verdict is UNDECIDED, add up to this many rounds, one by one,
+            within ``budget_s`` seconds of extra timing; then UNDECIDED it stays. With
+            ``more_rounds`` > 0 the round count and coverage are measured values, printed
+            with ``~`` on every run. 0 (the default) adds none.
+        budget_s: the wall-clock budget of the extra rounds (> 0).
 
     Returns:
         A :class:`Comparison`; ``.verdict`` is one of :data:`VERDICTS`.
@@ -239,13 +252,17 @@ def compare(
         _check_outputs(label, baseline(), trick(), check)
     asserted = _bound_text(at_least, at_most)
     why = check_why("compare", why)
+    predicts = check_predicts("compare", predicts)
+    check_int("compare", "more_rounds", more_rounds, minimum=0)
+    budget_s = check_number("compare", "budget_s", budget_s, minimum=0.0, strict_minimum=True)
 
     def run() -> Comparison:
         for _ in range(warmup):
             baseline()
             trick()
         base_t, trick_t, ratios = [], [], []
-        for i in range(repeats):
+
+        def one_round(i: int) -> None:
             if i % 2 == 0:
                 b = _time_once("compare", baseline, number, dev)
                 t = _time_once("compare", trick, number, dev)
@@ -255,18 +272,37 @@ def compare(
             base_t.append(b)
             trick_t.append(t)
             ratios.append(b / t)
-        return Comparison(
-            label=label,
-            baseline=Measurement(tuple(base_t), dev),
-            trick=Measurement(tuple(trick_t), dev),
-            ratios=tuple(ratios),
-            threads=threads,
-            calls_per_round=number,
-            checked=check is not False,
-            asserted=asserted,
-            why=why,
-            _rerun=run,
-        )
+
+        def made(adaptive: bool) -> Comparison:
+            return Comparison(
+                label=label,
+                baseline=Measurement(tuple(base_t), dev),
+                trick=Measurement(tuple(trick_t), dev),
+                ratios=tuple(ratios),
+                threads=threads,
+                calls_per_round=number,
+                checked=check is not False,
+                asserted=asserted,
+                why=why,
+                predicts=predicts,
+                adaptive=adaptive,
+                _rerun=run,
+            )
+
+        for i in range(repeats):
+            one_round(i)
+        adaptive = more_rounds > 0  # the count may grow: printed as a measurement on every run
+        result = made(adaptive)
+        if more_rounds and result.verdict == UNDECIDED:
+            start = time.perf_counter()
+            for i in range(repeats, repeats + more_rounds):
+                if time.perf_counter() - start >= budget_s:
+                    break
+                one_round(i)
+                result = made(adaptive)
+                if result.verdict != UNDECIDED:
+                    break
+        return result
 
     result = run()
     tries = [result]
@@ -296,13 +332,14 @@ def comparison_from_times(
     threads: int | None = None,
     show: bool = True,
     why: str = "",
+    predicts: str = FASTER,
 ) -> Comparison:
     """A :class:`Comparison` from times measured elsewhere, paired round by round.
 
     For timings that :func:`compare` cannot take itself, e.g. per-epoch times reported by
     worker processes (chapter 08). Round ``i`` pairs ``baseline_times[i]`` with
     ``trick_times[i]``; pair them so that both sides of a round ran under similar conditions.
-    ``show`` and ``why`` as in :func:`compare`.
+    ``show``, ``why`` and ``predicts`` as in :func:`compare`.
 
     Raises:
         ValueError: on empty or unequal sequences, or a non-positive time.
@@ -324,6 +361,7 @@ def comparison_from_times(
         ratios=tuple(b / t for b, t in zip(baseline_times, trick_times)),
         threads=torch.get_num_threads() if threads is None else threads,
         why=check_why("comparison_from_times", why),
+        predicts=check_predicts("comparison_from_times", predicts),
     )
     if show:
         result.show()

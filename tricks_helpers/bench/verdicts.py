@@ -5,11 +5,17 @@ per-round ratios ``baseline time / trick time``; its spread is a distribution-fr
 interval of that median (:func:`median_interval`); the verdict is decided from the interval
 against one documented threshold, :data:`NOISE_THRESHOLD` (:func:`decide`):
 
-======================  ==========================================================
-``FASTER``              the whole interval is at or above ``NOISE_THRESHOLD``
-``SLOWER``              the whole interval is at or below ``1 / NOISE_THRESHOLD``
-``NO CLEAR DIFFERENCE`` anything else
-======================  ==========================================================
+=============  =====================================================================
+``FASTER``     the whole interval is at or above ``NOISE_THRESHOLD``
+``SLOWER``     the whole interval is at or below ``1 / NOISE_THRESHOLD``
+``SAME``       otherwise, the whole interval inside ``[1 / NOISE_THRESHOLD, NOISE_THRESHOLD]``
+``UNDECIDED``  the interval straddles a threshold: this run decides nothing either way
+=============  =====================================================================
+
+Only a decided verdict (the first three) says anything: "costs nothing" needs ``SAME``, an
+``UNDECIDED`` pair is printed as such with its interval (:func:`compare` may take more rounds
+within a budget first, ``more_rounds=``). A why partner explains a verdict when the direction it
+predicts is the one measured (:func:`explains`, :func:`explanation`: the one wording).
 
 Measured numbers are printed with a ``~`` prefix (:func:`fmt_measured`, :func:`fmt_time`) and
 speed-ups without exponents (:func:`fmt_ratio`), so the repository's sanitize file masks
@@ -48,8 +54,12 @@ __all__ = [
     "NOISE_THRESHOLD",
     "FASTER",
     "SLOWER",
-    "NO_CLEAR_DIFFERENCE",
+    "SAME",
+    "UNDECIDED",
     "VERDICTS",
+    "DECIDED",
+    "explains",
+    "explanation",
     "VERDICT_LINE_RE",
     "decide",
     "fmt_time",
@@ -68,13 +78,16 @@ NOISE_THRESHOLD = 1.10
 
 FASTER = "FASTER"
 SLOWER = "SLOWER"
-NO_CLEAR_DIFFERENCE = "NO CLEAR DIFFERENCE"
-VERDICTS = (FASTER, SLOWER, NO_CLEAR_DIFFERENCE)
+SAME = "SAME"
+UNDECIDED = "UNDECIDED"
+VERDICTS = (FASTER, SLOWER, SAME, UNDECIDED)
+DECIDED = (FASTER, SLOWER, SAME)
+"""The verdicts that decide something (a claim is HELD or NOT HELD only on one of them)."""
 
 _RATIO = r"\d+(?:\.\d+)?"
 #: Matches a verdict line printed by :meth:`Comparison.line` (for the results page).
 VERDICT_LINE_RE = re.compile(
-    rf"^(?P<verdict>{FASTER}|{SLOWER}|{NO_CLEAR_DIFFERENCE}) (?P<ratio>{_RATIO})x "
+    rf"^(?P<verdict>{'|'.join(VERDICTS)}) (?P<ratio>{_RATIO})x "
     rf"\[(?P<lo>{_RATIO})-(?P<hi>{_RATIO})\] (?P<label>.+) "
     r"\((?P<device>cpu|cuda), (?P<threads>\d+) threads?\)$"
 )
@@ -129,7 +142,45 @@ def decide(lo: float, hi: float, threshold: float = NOISE_THRESHOLD) -> str:
         return FASTER
     if hi <= 1 / threshold:
         return SLOWER
-    return NO_CLEAR_DIFFERENCE
+    if lo >= 1 / threshold and hi <= threshold:
+        return SAME
+    return UNDECIDED
+
+
+def explains(predicts: str, verdict: str) -> bool | None:
+    """Whether a why partner that predicts ``predicts`` explains a measured ``verdict``.
+
+    A partner (an invariant counted beside the timing: bytes, FLOPs, copies) predicts a
+    direction: FASTER (the trick does less work), SLOWER (it does more) or SAME (equal work).
+    It explains the verdict when that direction is the one measured.
+
+    Returns:
+        True or False for a decided verdict; None for UNDECIDED (nothing to explain).
+
+    Raises:
+        ValueError: on a prediction not in :data:`DECIDED` or a verdict not in :data:`VERDICTS`.
+    """
+    if predicts not in DECIDED:
+        raise ValueError(f"explains: predicts must be one of {DECIDED}, got {predicts!r}")
+    if verdict not in VERDICTS:
+        raise ValueError(f"explains: verdict must be one of {VERDICTS}, got {verdict!r}")
+    if verdict == UNDECIDED:
+        return None
+    return predicts == verdict
+
+
+def explanation(predicts: str, verdict: str) -> str:
+    """The one wording of :func:`explains`, printed after a partner (every chapter uses it):
+    ``(explains this verdict)``, ``(does not explain this verdict: predicts FASTER, measured
+    SLOWER)`` or ``(explains nothing yet: the verdict is UNDECIDED)``. It depends on a measured
+    verdict, so the sanitize file removes it before comparing.
+    """
+    said = explains(predicts, verdict)
+    if said is None:
+        return "(explains nothing yet: the verdict is UNDECIDED)"
+    if said:
+        return "(explains this verdict)"
+    return f"(does not explain this verdict: predicts {predicts}, measured {verdict})"
 
 
 @dataclass(frozen=True)
@@ -172,6 +223,8 @@ class Comparison:
     checked: bool = False
     asserted: str = ""
     why: str = ""  # the invariant partner: why the trick is faster (records only, not printed)
+    predicts: str = FASTER  # the direction the partner predicts (see explains())
+    adaptive: bool = False  # rounds may be added while UNDECIDED: the round count is measured
     _rerun: Callable[[], Comparison] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -182,6 +235,12 @@ class Comparison:
     def ratio(self) -> float:
         """The speed-up: median of the per-round ratios ``baseline time / trick time``."""
         return statistics.median(self.ratios)
+
+    def __post_init__(self) -> None:
+        if self.predicts not in DECIDED:
+            raise ValueError(
+                f"Comparison: predicts must be one of {DECIDED}, got {self.predicts!r}"
+            )
 
     @functools.cached_property
     def interval(self) -> tuple[float, float]:
@@ -209,8 +268,18 @@ class Comparison:
 
     def coverage_text(self) -> str:
         """``93% interval``: the coverage in whole percent, rounded down (never more than
-        it has); deterministic given the rounds, so nbval compares it as text."""
-        return f"{coverage_percent(self.rounds)}% interval"
+        it has); deterministic given the rounds, so nbval compares it as text. Where rounds
+        may be added while UNDECIDED (:attr:`adaptive`) the count is a measurement: ``~99%``."""
+        mark = "~" if self.adaptive else ""
+        return f"{mark}{coverage_percent(self.rounds)}% interval"
+
+    def rounds_text(self) -> str:
+        """The round count as printed: ``5``, or ``~9`` where rounds may be added."""
+        return f"~{self.rounds}" if self.adaptive else str(self.rounds)
+
+    def explained(self) -> str:
+        """:func:`explanation` of this comparison's partner against its verdict."""
+        return explanation(self.predicts, self.verdict)
 
     def speedup_text(self) -> str:
         """``1.22x [1.15-1.31]``: the median ratio and its interval."""
@@ -229,7 +298,7 @@ class Comparison:
         calls = f" x {self.calls_per_round} calls" if self.calls_per_round > 1 else ""
         text = (
             f"  baseline {fmt_time(self.baseline.median)}, trick {fmt_time(self.trick.median)}"
-            f"; {len(self.ratios)} rounds{calls}, {self.coverage_text()}"
+            f"; {self.rounds_text()} rounds{calls}, {self.coverage_text()}"
         )
         if self.checked:
             text += "; outputs checked equal"
@@ -272,6 +341,13 @@ def check_why(where: str, why: Any) -> str:
     return why.strip()
 
 
+def check_predicts(where: str, predicts: Any) -> str:
+    check_type(where, "predicts", predicts, str)
+    if predicts not in DECIDED:
+        raise ValueError(f"{where}: predicts must be one of {DECIDED}, got {predicts!r}")
+    return predicts
+
+
 @dataclass(frozen=True)
 class ManyComparison:
     """Several candidates timed in the same rounds (see :func:`compare_many`)."""
@@ -294,14 +370,21 @@ class ManyComparison:
             )
 
     def compare(
-        self, label: str, pair: tuple[str, str], *, show: bool = True, why: str = ""
+        self,
+        label: str,
+        pair: tuple[str, str],
+        *,
+        show: bool = True,
+        why: str = "",
+        predicts: str = FASTER,
     ) -> Comparison:
         """The verdict of one ``(baseline, trick)`` pair, from its per-round ratios.
 
         Exactly one pair: ratios of different pairs (five formats, say) are ratios of different
         things, and one interval over them hides the pair that differs (issue 19). Compare each
         pair on its own and count the verdicts with :func:`tally`. ``why`` is the invariant
-        partner, kept in the record (:meth:`Comparison.record`), not printed.
+        partner, kept in the record (:meth:`Comparison.record`), not printed; ``predicts`` the
+        direction it predicts (:func:`explains`).
 
         Raises:
             TypeError: when ``pair`` is not a tuple of two names (a list of pairs included).
@@ -326,6 +409,7 @@ class ManyComparison:
             threads=self.threads,
             calls_per_round=self.calls_per_round,
             why=check_why("ManyComparison.compare", why),
+            predicts=check_predicts("ManyComparison.compare", predicts),
         )
         if show:
             result.show()

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from tricks_helpers._checks import check_number, check_type
 from tricks_helpers.bench.verdicts import (
     FASTER,
-    NO_CLEAR_DIFFERENCE,
     NOISE_THRESHOLD,
+    SAME,
     SLOWER,
+    UNDECIDED,
     VERDICTS,
     Comparison,
     decide,
@@ -42,7 +43,8 @@ __all__ = ["SpeedupRow", "speedup_rows", "speedup_chart", "VERDICT_STYLE", "SERI
 VERDICT_STYLE = {
     FASTER: ("#1b7837", "o"),
     SLOWER: ("#b2182b", "s"),
-    NO_CLEAR_DIFFERENCE: ("#636363", "D"),
+    SAME: ("#2166ac", "D"),
+    UNDECIDED: ("#636363", "^"),
 }
 #: one (colour, marker) per series (a machine on the results page), in order (then repeated).
 SERIES_STYLES = (
@@ -201,7 +203,7 @@ def speedup_chart(
     Without ``series`` (chapters 04-07), each row is one marker styled by its verdict
     (:data:`VERDICT_STYLE`). With ``series`` (the results page's across-machines charts), each
     row holds one marker per series (a machine), styled by the series (:data:`SERIES_STYLES`)
-    and hollow where its verdict is NO CLEAR DIFFERENCE. Every text (titles, labels, legend) is
+    and hollow where its verdict is UNDECIDED. Every text (titles, labels, legend) is
     drawn as text, never as mathtext; a group title too long for the axes is shortened with
     "…" (:func:`fit_inside`).
 
@@ -290,7 +292,7 @@ def speedup_chart(
                 else:
                     colour, marker = SERIES_STYLES[j % len(SERIES_STYLES)]
                     at = y + (j - (len(series) - 1) / 2) * step
-                    face = "white" if r.verdict == NO_CLEAR_DIFFERENCE else colour
+                    face = "white" if r.verdict == UNDECIDED else colour
                     cap = 2
                 ax.errorbar(
                     [r.ratio],
