@@ -57,6 +57,7 @@ from typing import Any
 
 from scripts.book.find_notebooks import ROOT, notebooks_from_args
 from scripts.book.machine_records import (
+    CAP_VARS,
     compare_verdicts,
     limits_record,
     machine_facts,
@@ -111,12 +112,34 @@ class Outcome:
 def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None = None) -> dict:
     """The kernel's environment: ``base`` (default ``os.environ``) plus the record variables:
     comparisons to ``records_file``, claims (``tricks_helpers.claims``) beside it."""
-    return {
+    env = {
         **(os.environ if base is None else base),
         RECORDS_ENV: str(records_file),
         CLAIMS_ENV: str(claims_file(records_file)),
         CHAPTER_ENV: chapter,
     }
+    return {**env, **inductor_cache_env(env)}
+
+
+INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+
+
+def inductor_cache_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """Where an instruction-set-capped run (:data:`CAP_VARS` set) keeps Inductor's compile cache:
+    a folder of its own, named after the caps, unless ``TORCHINDUCTOR_CACHE_DIR`` is set.
+
+    Inductor's cache does not key its compiled C++ on ``ATEN_CPU_CAPABILITY``: kernels built
+    under ``default`` (no vectors) were reused by every later run of the machine, and chapter
+    06's compiled GELU measured 0.5-0.7x eager instead of ~6x (2026-11-27). Returns ``{}`` when
+    nothing is capped or the cache folder is already chosen.
+    """
+    caps = [f"{name}={environ[name]}" for name in CAP_VARS if environ.get(name)]
+    if not caps or environ.get(INDUCTOR_CACHE_ENV):
+        return {}
+    slug = "-".join(caps).lower().replace("=", "_")
+    user = "".join(ch for ch in os.environ.get("USER", "user") if ch.isalnum()) or "user"
+    folder = Path(tempfile.gettempdir()) / f"torchinductor_{user}_capped_{slug}"
+    return {INDUCTOR_CACHE_ENV: str(folder)}
 
 
 def claims_file(records_file: Path) -> Path:

@@ -305,3 +305,18 @@ def test_results_files_refuse_a_claim_of_an_unlisted_chapter_or_a_repeated_key(
         machine_records.merge_results(
             None, machine, ok, [], "survey", claims=[{**claim, "status": "MAYBE"}]
         )
+
+
+def test_a_capped_run_keeps_its_own_inductor_cache(tmp_path):
+    # kernels compiled under ATEN_CPU_CAPABILITY=default were reused by later uncapped runs
+    # (chapter 06's compiled GELU at 0.6x eager): a capped run compiles into its own folder
+    capped = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "AVX"}
+    env = run_notebooks.records_env(tmp_path / "r.json", "01_x", capped)
+    folder = env[run_notebooks.INDUCTOR_CACHE_ENV]
+    assert "capped" in folder and "aten_cpu_capability_default" in folder
+    assert "onednn_max_cpu_isa_avx" in folder
+    plain = run_notebooks.records_env(tmp_path / "r.json", "01_x", {})
+    assert run_notebooks.INDUCTOR_CACHE_ENV not in plain
+    chosen = {**capped, run_notebooks.INDUCTOR_CACHE_ENV: "/somewhere"}
+    env = run_notebooks.records_env(tmp_path / "r.json", "01_x", chosen)
+    assert env[run_notebooks.INDUCTOR_CACHE_ENV] == "/somewhere"
