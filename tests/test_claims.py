@@ -45,23 +45,36 @@ def test_one_miss_is_not_held_and_named_never_pooled():
     assert many.evidence.endswith("(+2 more)")
 
 
-def test_costs_nothing_holds_only_on_same():
+def test_costs_no_time_needs_the_whole_interval_above_the_lower_threshold():
     assert OPEN.verdict == bench.UNDECIDED
-    assert claims.NOT_SLOWER == bench.SAME
-    assert claims.from_verdicts("k", "free", [SAME], expect=claims.NOT_SLOWER).status == (
-        claims.HELD
-    )
+    for decided in (SAME, FAST):  # decidedly not slower: a gain costs no time either
+        assert claims.from_verdicts("k", "free", [decided], expect=claims.NOT_SLOWER).status == (
+            claims.HELD
+        )
     # the old rule held "costs nothing" on anything not SLOWER: 0.91x [0.83-0.97] was HELD
     open_ = claims.from_verdicts("k", "free", [OPEN], expect=claims.NOT_SLOWER)
     assert open_.status == claims.UNDECIDED
-    assert (
-        open_.evidence == "1 of 1 UNDECIDED, expected SAME: UNDECIDED 0.91x [0.83-0.97] seed worker"
+    assert open_.evidence == (
+        "1 of 1 UNDECIDED, expected not SLOWER: UNDECIDED 0.91x [0.83-0.97] seed worker"
     )
     costly = claims.from_verdicts("k", "free", [SLOW], expect=claims.NOT_SLOWER)
     assert costly.status == claims.NOT_HELD
-    assert costly.evidence.startswith("1 of 1 not SAME: SLOWER 0.50x")
-    gain = claims.from_verdicts("k", "changes no speed", [SAME, FAST], expect=claims.NOT_SLOWER)
+    assert costly.evidence.startswith("1 of 1 SLOWER: SLOWER 0.50x")
+    # UNDECIDED by the verdict (it straddles 1.1) yet decidedly not slower: 1.05x [0.95-1.3]
+    straddle = interval("straddle", [0.95, 1.0, 1.05, 1.05, 1.1, 1.2, 1.3])
+    assert straddle.verdict == bench.UNDECIDED
+    assert claims.from_verdicts("k", "free", [straddle], expect=claims.NOT_SLOWER).status == (
+        claims.HELD
+    )
+
+
+def test_changes_no_speed_holds_only_on_same():
+    assert claims.from_verdicts("k", "same", [SAME], expect=bench.SAME).status == claims.HELD
+    gain = claims.from_verdicts("k", "changes no speed", [SAME, FAST], expect=bench.SAME)
     assert gain.status == claims.NOT_HELD and "FASTER 2.00x" in gain.evidence
+    assert gain.evidence.startswith("1 of 2 not SAME")
+    open_ = claims.from_verdicts("k", "same", [OPEN], expect=bench.SAME)
+    assert open_.status == claims.UNDECIDED
 
 
 def test_held_and_not_held_need_a_decided_verdict():

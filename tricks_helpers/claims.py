@@ -42,6 +42,7 @@ from tricks_helpers._checks import check_bool, check_choice, check_type
 from tricks_helpers.bench.records import CHAPTER_ENV
 from tricks_helpers.bench.verdicts import (
     FASTER,
+    NOISE_THRESHOLD,
     SAME,
     SLOWER,
     Comparison,
@@ -76,11 +77,14 @@ UNDECIDED = "UNDECIDED"
 NOT_DECIDED = "NOT DECIDED HERE"
 STATUSES = (HELD, NOT_HELD, UNDECIDED, NOT_DECIDED)
 
-NOT_SLOWER = SAME
-"""The expectation of "costs nothing", "changes no speed" and the like: HELD only on SAME (the
-whole interval inside [1/1.1, 1.1]); an interval that straddles a threshold decides nothing."""
+NOT_SLOWER = "not SLOWER"
+"""The expectation of advice that a trick costs no time ("costs no time", "not slower than"):
+met where the whole interval lies at or above ``1 / NOISE_THRESHOLD`` (SAME or FASTER: decidedly
+not slower), missed on SLOWER, UNDECIDED where the interval reaches below ``1 / NOISE_THRESHOLD``
+without lying wholly there. Advice that the speed does not change ("changes no speed")
+expects SAME, which a FASTER verdict misses."""
 
-EXPECTATIONS = (FASTER, SLOWER, SAME)
+EXPECTATIONS = (FASTER, SLOWER, SAME, NOT_SLOWER)
 
 CLAIMS_ENV = "TRICKS_CLAIMS"
 """The environment variable naming the JSON-lines file each decided claim is appended to."""
@@ -162,6 +166,15 @@ def _listed(items: list[Comparison]) -> str:
     return shown + (f" (+{len(items) - 2} more)" if len(items) > 2 else "")
 
 
+def _meets(c: Comparison, expect: str) -> bool | None:
+    """Whether ``c`` meets ``expect``: True, False, or None where its interval decides nothing."""
+    if expect == NOT_SLOWER:
+        lo, hi = c.interval
+        floor = 1 / NOISE_THRESHOLD
+        return True if lo >= floor else False if hi <= floor else None
+    return None if c.verdict == _UNDECIDED_VERDICT else c.verdict == expect
+
+
 def not_decided(key: str, advice: str, *, condition: str, missing: str, outside: str = "") -> Claim:
     """A claim whose condition is absent on this machine and whose case the page did not time.
 
@@ -193,8 +206,8 @@ def from_verdicts(
     Only a decided verdict decides: the claim is :data:`NOT_HELD` when any comparison's verdict
     is decided (FASTER, SLOWER, SAME) and differs from ``expect`` (the evidence names them);
     else :data:`UNDECIDED` when any is UNDECIDED (named with its interval); else :data:`HELD`.
-    Verdicts are never pooled: each pair is judged on its own interval. "Costs nothing"
-    expects SAME (:data:`NOT_SLOWER`).
+    Verdicts are never pooled: each pair is judged on its own interval. "Changes no speed"
+    expects SAME; "costs no time" expects :data:`NOT_SLOWER`, decided from the interval.
 
     Args:
         comparisons: the deciding :class:`~tricks_helpers.bench.Comparison` objects (a dict's
@@ -236,11 +249,13 @@ def from_verdicts(
         return not_decided(key, advice, condition=condition, missing=missing, outside=outside)
     if outside:
         raise ValueError(f"from_verdicts: claim {key!r}: outside= only with condition_holds=False")
-    misses = [c for c in found if c.verdict != _UNDECIDED_VERDICT and c.verdict != expect]
+    met = {id(c): _meets(c, expect) for c in found}
+    misses = [c for c in found if met[id(c)] is False]
     if misses:
-        evidence = f"{len(misses)} of {len(found)} not {expect}: {_listed(misses)}"
+        missed = SLOWER if expect == NOT_SLOWER else f"not {expect}"
+        evidence = f"{len(misses)} of {len(found)} {missed}: {_listed(misses)}"
         return Claim(key, advice, condition, NOT_HELD, evidence, measured=True)
-    open_ = [c for c in found if c.verdict == _UNDECIDED_VERDICT]
+    open_ = [c for c in found if met[id(c)] is None]
     if open_:
         evidence = f"{len(open_)} of {len(found)} UNDECIDED, expected {expect}: {_listed(open_)}"
         return Claim(key, advice, condition, UNDECIDED, evidence, measured=True)
