@@ -121,15 +121,16 @@ SINGLEHTML := $(BIN)/jupyter-book build . --builder singlehtml --warningiserror 
 
 # The fast checks run first, so a style slip or an untrustworthy stored notebook fails in
 # seconds, before the book build and the notebook re-execution (minutes). The PDF is printed
-# after the HTML build (about 45 s; skipped, as the browser test is, without Chromium).
+# before the HTML build, so the intro links it (about 45 s; skipped, as the browser test is,
+# without Chromium).
 test: venv browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(ACTIONLINT)
 	$(BIN)/python -m scripts.audits.notebooks
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(SINGLEHTML)
 	$(BIN)/python -m scripts.release.pdf --skip-without-chromium
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python -m pytest $(PYTEST_NBVAL) -v
 
 pdf: venv

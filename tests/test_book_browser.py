@@ -122,6 +122,7 @@ def source_facts(name: str) -> dict:
             "recipe": 0,
             "folded": 0,
             "folded_outputs": 0,
+            "hidden_outputs": 0,
         }
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     facts = {
@@ -135,6 +136,7 @@ def source_facts(name: str) -> dict:
         "recipe": 0,  # code cells tagged recipe: their code shown expanded
         "folded": 0,  # code cells tagged hide-input: code folded, output shown
         "folded_outputs": 0,
+        "hidden_outputs": 0,  # code cells tagged hide-output too: output folded as well
     }
     for cell in nb["cells"]:
         src = _text(cell.get("source"))
@@ -156,7 +158,8 @@ def source_facts(name: str) -> dict:
         outs = cell.get("outputs", []) if not tags & REMOVE_OUTPUT else []
         facts["recipe"] += "recipe" in tags
         facts["folded"] += "hide-input" in tags
-        facts["folded_outputs"] += "hide-input" in tags and bool(outs)
+        facts["folded_outputs"] += "hide-input" in tags and "hide-output" not in tags and bool(outs)
+        facts["hidden_outputs"] += "hide-output" in tags and bool(outs)
         facts["outputs"] += bool(outs)
         n_images = sum(any(k.startswith("image/") for k in o.get("data", {})) for o in outs)
         facts["images"] += n_images
@@ -280,10 +283,16 @@ def test_page_renders_everything(name, server, browser):
     assert not any(folded.nth(i).is_visible() for i in range(folded.count())), (
         f"{name}: a hide-input cell's code is shown expanded"
     )
-    results = page.locator("div.tag_hide-input div.cell_output")
+    results = page.locator("div.tag_hide-input:not(.tag_hide-output) div.cell_output")
     assert results.count() == facts["folded_outputs"], f"{name}: a folded cell's output missing"
     assert all(results.nth(i).is_visible() for i in range(results.count())), (
         f"{name}: a folded cell's output is hidden with its code"
+    )
+    # the set-up cell's environment card (its date and torch stand under the title) folds whole
+    hidden = page.locator("div.tag_hide-output div.cell_output")
+    assert hidden.count() == facts["hidden_outputs"], f"{name}: a hide-output cell's output missing"
+    assert not any(hidden.nth(i).is_visible() for i in range(hidden.count())), (
+        f"{name}: a hide-output cell's output is shown expanded"
     )
 
     text = page.locator("main").inner_text()

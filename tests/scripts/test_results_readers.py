@@ -171,9 +171,15 @@ def test_a_ratio_its_times_disagree_with_is_refused():
     with pytest.raises(ValueError):
         results_schema.check_results(data, "f.json")
     data = results()
-    data["records"][0].update(baseline_s=0.91e-3, trick_s=1e-3)  # ratio 2.0, times 0.91x
-    with pytest.raises(ValueError, match="ratio 2 but its times say 0.91"):
+    rec = data["records"][0]
+    rec.update(ratio=12.0, lo=11.0, hi=13.0, baseline_s=0.91e-3, trick_s=1e-3)  # times 0.91x
+    with pytest.raises(ValueError, match="ratio 12 but its times say 0.91"):
         results_schema.check_results(data, "f.json")
+    # a loaded machine's medians part further than a quiet one's (05: 0.115x against 0.042x)
+    data = results()
+    data["records"][0].update(ratio=0.1153, lo=0.1, hi=0.13, baseline_s=0.0422e-3, trick_s=1e-3)
+    data["records"][0].update(verdict="SLOWER")
+    results_schema.check_results(data, "f.json")
 
 
 def test_a_ten_thousand_record_survey_is_refused_quickly(tmp_path):
