@@ -261,6 +261,9 @@ def from_verdicts(
         return Claim(key, advice, condition, UNDECIDED, evidence, measured=True)
     if len(found) == 1:
         evidence = _verdict_text(found[0])
+        if expect == NOT_SLOWER and found[0].verdict not in (SAME, FASTER):
+            # UNDECIDED about a gain, yet its whole interval lies at or above 1/1.1
+            evidence = f"not SLOWER (interval >= {1 / NOISE_THRESHOLD:.2f}): {evidence}"
     else:
         evidence = f"{len(found)} of {len(found)} {expect}"
     return Claim(key, advice, condition, HELD, evidence, measured=True)
