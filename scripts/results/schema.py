@@ -244,13 +244,20 @@ _RECORD_VALUES: dict[str, dict] = {
     "verdict": {"enum": list(VERDICTS)},
     **{name: _from_fields(spec) for name, spec in fields.RECORD.items()},
 }
-assert set(_RECORD_VALUES) == set(FIELDS), "a record field without a schema, or the reverse"
-_RECORD = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": list(FIELDS),
-    "properties": {name: _RECORD_VALUES[name] for name in FIELDS},
-}
+
+
+def _object(values: dict[str, dict], names: tuple[str, ...], what: str) -> dict:
+    """The schema of an object holding exactly ``names``, each valued as ``values`` says."""
+    assert set(values) == set(names), f"a {what} field without a schema, or the reverse"
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(names),
+        "properties": {name: values[name] for name in names},
+    }
+
+
+_RECORD = _object(_RECORD_VALUES, FIELDS, "record")
 
 #: One claim a chapter's run decided (``tricks_helpers.claims.Claim.record``).
 _CLAIM_VALUES: dict[str, dict] = {
@@ -258,13 +265,7 @@ _CLAIM_VALUES: dict[str, dict] = {
     "measured": {"type": "boolean"},
     **{name: _from_fields(spec) for name, spec in fields.CLAIM.items()},
 }
-assert set(_CLAIM_VALUES) == set(CLAIM_FIELDS), "a claim field without a schema, or the reverse"
-_CLAIM = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": list(CLAIM_FIELDS),
-    "properties": {name: _CLAIM_VALUES[name] for name in CLAIM_FIELDS},
-}
+_CLAIM = _object(_CLAIM_VALUES, CLAIM_FIELDS, "claim")
 
 #: The schema of one results file (JSON Schema, draft 2020-12).
 RESULTS_SCHEMA: dict[str, Any] = {
