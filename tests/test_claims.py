@@ -297,7 +297,10 @@ def test_record_declares_a_claim_beside_its_evidence():
     assert gpu.status == claims.NOT_DECIDED
     assert [c.key for c in book] == ["fast", "many", "bytes", "grows", "t2", "gpu"]
     with pytest.raises(ValueError, match="added before"):
-        book.record("fast", "again", FAST)
+        book.record("fast", "again", FAST)  # another advice under a used key
+    rerun = book.record("fast", "do it", SLOW)  # the same cell re-run: replaced in place
+    assert book["fast"] is rerun and rerun.status == claims.NOT_HELD
+    assert [c.key for c in book] == ["fast", "many", "bytes", "grows", "t2", "gpu"]
     with pytest.raises(TypeError, match="decided_by must be"):
         book.record("k", "x", 1.5)
     with pytest.raises(TypeError, match="decided_by must be"):

@@ -386,11 +386,14 @@ class Claims:
         a :class:`Count` (:func:`from_count`), a :class:`Trend` (:func:`from_trend`) or an
         :class:`Absent` condition (:func:`not_decided`). ``condition`` defaults to ``"any
         CPU"`` for timings and ``"any machine"`` for counts. The table at the chapter's end
-        prints the claims in the order they were recorded.
+        prints the claims in the order they were recorded. Recording a key again with the same
+        advice (a reader re-running the cell in Jupyter or Colab) replaces that claim in its
+        place; the table shows the latest decision.
 
         Raises:
             TypeError: on a ``decided_by`` of another kind.
-            ValueError: as the deciding function does, or when ``key`` was recorded before.
+            ValueError: as the deciding function does, or when ``key`` was recorded before
+                with other advice (two claims sharing one key).
         """
         if condition is not None:
             check_type("Claims.record", "condition", condition, str)
@@ -439,6 +442,10 @@ class Claims:
                 f"Claims.record: {key!r}: decided_by must be comparison(s), a Count, a Trend or "
                 f"an Absent condition, got {type(decided_by).__name__}"
             )
+        earlier = self._claims.get(key)
+        if earlier is not None and earlier.advice == claim.advice:
+            self._claims[key] = claim  # the same declaration re-run: keeps its place
+            return claim
         return self.add(claim)
 
     def __getitem__(self, key: str) -> Claim:
