@@ -151,7 +151,7 @@ def device_branch_problems(cell: int, src: str, names: set[str] = frozenset()) -
 # --- rule same-text-every-device (issue 41): device-dependent text outside any `if` ----------
 SAME_TEXT_EVERY_DEVICE = "same-text-every-device"
 _DEVICE_ATTRS = ("device", "is_cuda")
-_COUNTED_CLAIMS = ("from_count",)
+_COUNTED_CLAIMS = ("from_count", "Count")  # claims.from_count / Claims.record(..., Count(...))
 
 
 def _mentions_device(expr: ast.AST, names: set[str]) -> bool:
@@ -197,8 +197,9 @@ def _flow(tree: ast.Module, names: set[str], derived: set[str]) -> None:
 
 
 def _counted_claims_in_branches(tree: ast.Module, names: set[str]) -> list[int]:
-    """Lines of counted claims (``claims.from_count``, ``Claim`` without ``measured=True``)
-    made inside a branch on the device: the claims table prints their evidence, compared."""
+    """Lines of counted claims (``claims.from_count``, a ``claims.Count`` passed to
+    ``Claims.record``, ``Claim`` without ``measured=True``) made inside a branch on the
+    device: the claims table prints their evidence, compared."""
     lines = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.If) and _is_device_test(node.test, names)):

@@ -149,6 +149,17 @@ PREFETCH_CLAIM_03 = (  # 03's claims cell: a counted claim on the GPU side, the 
     'missing="no CUDA device"))\n'
     "print(book.table())\n"
 )
+RECORD_COUNT_03 = (  # the same claim declared beside its evidence with Claims.record + Count
+    "if torch.cuda.is_available():\n"
+    "    book.record(\n"
+    '        "cuda-prefetcher",\n'
+    '        "copy the next batch on a second CUDA stream",\n'
+    "        claims.Count(prefetch_counts[0] > 0, f'copies: {prefetch_counts[0]}'),\n"
+    '        condition="a CUDA GPU",\n'
+    "    )\n"
+    "else:\n"
+    '    book.record("cuda-prefetcher", "copy", claims.Absent("no CUDA"), condition="a CUDA GPU")\n'
+)
 COPIES_WHY_10 = (  # 10's copy count (1 on a GPU, 0 on a CPU) in the why of a tabled verdict
     'copies_base = counting.aten_op_counts(lambda: torch.randn(n).to(device))["aten._to_copy"]\n'
     "print(f'[hardware] on {device}: {copies_base} copies')\n"
@@ -169,6 +180,7 @@ def same_text(make_notebook, cells):
         (PIN_LINE_03, "cell 2: line 2 prints text that depends on the device"),
         (PREFETCH_CLAIM_03, "cell 2: a counted claim at line 3 is made on one side of a branch"),
         (COPIES_WHY_10, "cell 2: the why text at line 5 is built from a value that depends on"),
+        (RECORD_COUNT_03, "cell 2: a counted claim at line 5 is made on one side of a branch"),
     ],
 )
 def test_same_text_every_device_finds_the_three_predicted_gpu_failures(
@@ -192,6 +204,7 @@ def test_same_text_every_device_finds_the_three_predicted_gpu_failures(
             '            condition="a CUDA GPU",\n', '            "a GPU", measured=True,\n'
         ),
         COPIES_WHY_10.replace("{copies_base} vs 0", "1 vs 0 on a GPU, 0 vs 0 on a CPU"),
+        RECORD_COUNT_03.replace("claims.Count(", "claims.Trend("),  # measured: not compared
         # a comparison the cell asserts prints the same bool everywhere
         "print(f'backend as expected: {backends == {expected}}')\nassert backends == {expected}",
         "print('[hardware]', env.hardware_line(device))",
