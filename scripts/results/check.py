@@ -27,8 +27,8 @@ __all__ = ["check_file", "main"]
 def check_file(path: str | Path, *, contributed: bool = False) -> dict[str, Any]:
     """Every check a results file passes before anything reads it; returns its content.
 
-    A regular file (not a link, a folder or a device) of at most ``schema.MAX_FILE_BYTES``,
-    strict UTF-8 JSON (``schema.read_json``: no ``NaN``, no repeated key, bounded depth and
+    A regular file (not a link, a folder or a device) of at most ``json_file.MAX_FILE_BYTES``,
+    strict UTF-8 JSON (``json_file.read_json``: no ``NaN``, no repeated key, bounded depth and
     numbers), valid (``machine_records.read_results``: the schema and
     each record's sense) and named after its machine id and source (``schema.file_name``).
 
@@ -46,7 +46,7 @@ def check_file(path: str | Path, *, contributed: bool = False) -> dict[str, Any]
         raise ValueError(f"{path.name}: a symbolic link, not a regular file")
     if not path.exists():
         raise ValueError(f"{path.name!r}: no such file")
-    data = machine_records.read_results(path)  # schema.read_json: regular, bounded, strict
+    data = machine_records.read_results(path)  # json_file.read_json: regular, bounded, strict
     check_files({path.name: data})
     if contributed and data["source"] != "survey":
         raise ValueError(

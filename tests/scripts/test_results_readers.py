@@ -18,6 +18,7 @@ from scripts.book import machine_records, run_notebooks
 from scripts.compat import outcome as compat_outcome
 from scripts.compat import schema as compat_schema
 from scripts.results import check as results_check
+from scripts.results import json_file
 from scripts.results import machines as results_machines
 from scripts.results import schema as results_schema
 from tricks_helpers import bench, claims, fields
@@ -104,16 +105,16 @@ def test_read_json_refuses_and_names_the_file(tmp_path, text, said):
     path = tmp_path / "x-survey.json"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=f"x-survey.json: {said}"):
-        results_schema.read_json(path)
+        json_file.read_json(path)
 
 
 def test_read_json_names_the_file_on_bad_bytes_and_refuses_a_folder(tmp_path):
     (tmp_path / "bad.json").write_bytes(b'{"a": "\xff"}')
     with pytest.raises(ValueError, match="bad.json: not UTF-8"):
-        results_schema.read_json(tmp_path / "bad.json")
+        json_file.read_json(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="'d.json' is a directory"):
         (tmp_path / "d.json").mkdir()
-        results_schema.read_json(tmp_path / "d.json")
+        json_file.read_json(tmp_path / "d.json")
 
 
 def test_a_repeated_key_in_a_contributed_file_is_refused(tmp_path):
@@ -129,8 +130,8 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     path = tmp_path / "x-survey.json"
     os.mkfifo(path)
     code = (
-        "import sys\nfrom scripts.results import schema\n"
-        "try:\n    schema.read_json(sys.argv[1])\nexcept ValueError as e:\n    print(e)\n"
+        "import sys\nfrom scripts.results import json_file\n"
+        "try:\n    json_file.read_json(sys.argv[1])\nexcept ValueError as e:\n    print(e)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
@@ -143,7 +144,7 @@ def test_a_file_over_the_bound_is_refused_before_it_is_read(tmp_path):
     with open(path, "wb") as f:
         f.truncate(20 * 2**20)  # 20 MB, sparse
     with pytest.raises(ValueError, match="x-survey.json: 'x-survey.json' holds 20,971,520"):
-        results_schema.read_json(path)
+        json_file.read_json(path)
 
 
 # ------------------------------------------------------------ the page reads as the check does
@@ -194,7 +195,7 @@ def test_a_ten_thousand_record_survey_is_refused_quickly(tmp_path):
 
 def test_write_json_never_shares_a_temporary(tmp_path):
     (tmp_path / "a.json.tmp").mkdir()  # the old fixed temporary name, taken
-    results_schema.write_json(tmp_path / "a.json", {"x": 1})
+    json_file.write_json(tmp_path / "a.json", {"x": 1})
     assert json.loads((tmp_path / "a.json").read_text()) == {"x": 1}
 
 
