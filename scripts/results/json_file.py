@@ -74,13 +74,14 @@ def read_json(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
         return out
 
     try:
-        raw = read_regular("read_json", path, max_bytes)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{name}: no such file") from None
-    except OSError as exc:
-        raise ValueError(f"{name}: cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise ValueError(f"{name}: {str(exc).removeprefix('read_json: ')}") from None
+        raw = read_regular("", path, max_bytes)  # its errors begin with the file's name
+    except OSError as exc:  # not found, a FIFO, a folder, unreadable: named once already
+        said = str(exc.strerror or exc)
+        if not said.startswith(f"{name}:"):  # an error of the read itself (EIO)
+            said = f"{name}: cannot be read ({said})"
+        raise (FileNotFoundError if isinstance(exc, FileNotFoundError) else ValueError)(
+            said
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -112,7 +112,7 @@ def test_read_json_names_the_file_on_bad_bytes_and_refuses_a_folder(tmp_path):
     (tmp_path / "bad.json").write_bytes(b'{"a": "\xff"}')
     with pytest.raises(ValueError, match="bad.json: not UTF-8"):
         json_file.read_json(tmp_path / "bad.json")
-    with pytest.raises(ValueError, match="'d.json' is a directory"):
+    with pytest.raises(ValueError, match="^d.json: is a directory"):
         (tmp_path / "d.json").mkdir()
         json_file.read_json(tmp_path / "d.json")
 
@@ -136,15 +136,66 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
     )
-    assert "'x-survey.json' is a FIFO, not a regular file" in done.stdout
+    assert done.stdout == "x-survey.json: is a FIFO, not a regular file; nothing was read\n"
 
 
 def test_a_file_over_the_bound_is_refused_before_it_is_read(tmp_path):
     path = tmp_path / "x-survey.json"
     with open(path, "wb") as f:
         f.truncate(20 * 2**20)  # 20 MB, sparse
-    with pytest.raises(ValueError, match="x-survey.json: 'x-survey.json' holds 20,971,520"):
+    with pytest.raises(ValueError, match="^x-survey.json: holds 20,971,520"):
         json_file.read_json(path)
+
+
+def _plant(tmp_path, kind):
+    path = tmp_path / "torch-2.13.0.json"  # a compat record's name; any reader reads it
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "over the bound":
+        with open(path, "wb") as f:
+            f.truncate(5 * 2**20)
+    elif kind == "bad bytes":
+        path.write_bytes(b'{"a": "\xff"}')
+    elif kind == "not JSON":
+        path.write_text("{")
+    elif kind == "repeated key":
+        path.write_text('{"a": 1, "a": 2}')
+    elif kind == "not a results file":
+        path.write_text('{"a": 1}')
+    return path  # "missing": nothing planted
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "fifo",
+        "folder",
+        "over the bound",
+        "bad bytes",
+        "not JSON",
+        "repeated key",
+        "not a results file",
+        "missing",
+    ],
+)
+def test_every_reader_names_the_file_once(tmp_path, kind, capsys):
+    """Issue 42: an error names the file once (it said ``a.json: 'a.json' is a FIFO``)."""
+    from scripts.compat import records as compat_records
+
+    path = _plant(tmp_path, kind)
+    readers = [machine_records.read_results, results_check.check_file, compat_records.read_record]
+    if kind != "not a results file":
+        readers.append(json_file.read_json)
+    for read in readers:
+        with pytest.raises((TypeError, ValueError, FileNotFoundError)) as caught:
+            read(path)
+        said = str(caught.value)
+        assert said.count(path.name) == 1, (read.__name__, said)
+    assert results_check.main([str(path)]) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.count(path.name) == 1, line
 
 
 # ------------------------------------------------------------ the page reads as the check does
