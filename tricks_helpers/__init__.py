@@ -2,7 +2,8 @@
 
 Each submodule has one job and is introduced by one chapter of the book:
 
-- :mod:`tricks_helpers.env`: the environment card every chapter prints, bf16 support (all).
+- :mod:`tricks_helpers.env`: the environment card every chapter prints, what the CPU is, bf16
+  support (all; a face over `card`, `cpu`, `precision`).
 - :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all): a face over
   :mod:`~tricks_helpers.bench.timing` (the clock, the rounds),
   :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed) and

@@ -11,6 +11,7 @@ import torch
 
 from scripts.book import machine_records
 from tricks_helpers import bench, env
+from tricks_helpers.env import cpu as env_cpu
 
 
 def facts(**kw):
@@ -263,13 +264,13 @@ def test_machine_facts_keeps_a_positive_thread_count():
 # The machine id off x86 Linux (issue 31 part 2): an Apple-silicon Mac was once named
 # "arm-no-avx2" (cpu_flags read /proc/cpuinfo only, platform.processor() says "arm").
 def as_machine(monkeypatch, tmp_path, *, system, machine, caps, brand="", mps=False):
-    monkeypatch.setattr(env, "CPUINFO", tmp_path / "absent")
-    monkeypatch.setattr(env.platform, "system", lambda: system)
-    monkeypatch.setattr(env.platform, "machine", lambda: machine)
-    monkeypatch.setattr(env.platform, "processor", lambda: "arm" if "arm" in machine else "")
-    monkeypatch.setattr(env, "_torch_capabilities", lambda: dict(caps))
+    monkeypatch.setattr(env_cpu, "CPUINFO", tmp_path / "absent")
+    monkeypatch.setattr(env_cpu.platform, "system", lambda: system)
+    monkeypatch.setattr(env_cpu.platform, "machine", lambda: machine)
+    monkeypatch.setattr(env_cpu.platform, "processor", lambda: "arm" if "arm" in machine else "")
+    monkeypatch.setattr(env_cpu, "_torch_capabilities", lambda: dict(caps))
     monkeypatch.setattr(
-        env.subprocess,
+        env_cpu.subprocess,
         "run",
         lambda args, **kw: subprocess.CompletedProcess(args, 0 if brand else 1, brand, ""),
     )
