@@ -13,6 +13,7 @@ import torch
 
 from tricks_helpers import bitwise, resume
 from tricks_helpers._checkpoint_file import MAGIC
+from tricks_helpers.resume import checkpoint as resume_checkpoint
 
 
 def test_resume_in_process_is_bitwise_equal(tmp_path):
@@ -117,7 +118,8 @@ def _checkpoint(tmp_path, steps=3, edit=None, monkeypatch=None):
     resume.train(run, steps)
     if edit is not None:
         real = resume.checkpoint_state
-        monkeypatch.setattr(resume, "checkpoint_state", lambda r: edit(real(r)))
+        # save_checkpoint's home module holds the name it calls
+        monkeypatch.setattr(resume_checkpoint, "checkpoint_state", lambda r: edit(real(r)))
     return resume.save_checkpoint(run, tmp_path / "ck.pt")
 
 
@@ -192,7 +194,7 @@ def test_a_failed_save_leaves_no_temporary_and_the_old_file(tmp_path, monkeypatc
     def no_room(*_):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(resume.os, "replace", no_room)
+    monkeypatch.setattr(os, "replace", no_room)
     with pytest.raises(OSError, match="No space left"):
         resume.save_checkpoint(resume.new_run(1), path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt"] and path.read_bytes() == old

@@ -28,7 +28,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, reproducibility
   checks (02); :mod:`tricks_helpers.bitwise`: bit-for-bit comparison of results (02).
 - :mod:`tricks_helpers.resume`: a checkpoint that resumes a run bit for bit, in a fresh
-  process, and what each left-out part breaks (02); its file format (a checksummed payload,
+  process, and what each left-out part breaks (02; a face over `tiny_run`, `sampler`,
+  `checkpoint`, `fresh_process`); its file format (a checksummed payload,
   written atomically) is :mod:`tricks_helpers._checkpoint_file`, read and written through
   :mod:`tricks_helpers._io` (a reader that never blocks, refuses what is not a regular file
   and bounds its size; unique temporary names for every atomic write).
