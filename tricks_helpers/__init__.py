@@ -41,7 +41,8 @@ Each submodule has one job and is introduced by one chapter of the book:
   sizes, peaks (05, 07, 10): a face over :mod:`~tricks_helpers.memory.sizes` (exact byte counts)
   and :mod:`~tricks_helpers.memory.peaks` (CUDA and CPU peaks while a call runs).
 - :mod:`tricks_helpers.quantization`: a transformer MLP block, and why a quantized model is
-  (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran (07).
+  (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran, which torchao each
+  section needs (07; a face over `weights`, `matmul_kernels`, `torchao_sections`).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
 - :mod:`tricks_helpers.resnet`: a ResNet-18-shaped network, written out, no download (06).
