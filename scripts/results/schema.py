@@ -267,11 +267,11 @@ def check_results(data: Any, name: str = "results") -> dict[str, Any]:
             raise ValueError(f"{where}: chapter {rec['chapter']!r} is not listed")
     seen = set()
     for i, claim in enumerate(data.get("claims", [])):
-        where = f"{name}: claim {i} ({claim['chapter']}/{claim['key']})"
+        where = f"{name}: claim {i}"
         if claim["chapter"] not in data["chapters"]:
             raise ValueError(f"{where}: chapter {claim['chapter']!r} is not listed")
         if (claim["chapter"], claim["key"]) in seen:
-            raise ValueError(f"{where}: repeats an earlier claim of that chapter and key")
+            raise ValueError(f"{where} repeats {claim['chapter']}/{claim['key']}")
         seen.add((claim["chapter"], claim["key"]))
     return data
 

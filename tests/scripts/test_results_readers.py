@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from scripts.book import machine_records, run_notebooks
+from scripts.book import chapter_run, machine_records, run_notebooks
 from scripts.compat import outcome as compat_outcome
 from scripts.compat import schema as compat_schema
 from scripts.results import check as results_check
@@ -284,7 +284,7 @@ def test_a_chapter_whose_claims_the_file_refuses_fails_alone_and_the_rest_are_wr
             "evidence": "e",
             "measured": False,
         }
-        return run_notebooks.Outcome(path.name, 0.1, "", [c.record(chapter=path.stem)], [claim])
+        return chapter_run.Outcome(path.name, 0.1, "", [c.record(chapter=path.stem)], [claim])
 
     paths = [tmp_path / "book" / f"{n}.ipynb" for n in ("01_a", "02_b", "03_c")]
     outcomes, (path,) = run_notebooks.run(paths, "survey", runner=run, measure=lambda: LIMITS)
@@ -298,7 +298,7 @@ def test_a_chapter_whose_claims_the_file_refuses_fails_alone_and_the_rest_are_wr
 def test_a_claim_line_with_a_tab_fails_its_chapter_as_it_is_read(tmp_path, make_claim):
     path = tmp_path / "c.claims.jsonl"
     path.write_text(json.dumps(make_claim(chapter="01_a", evidence="a\tb")) + "\n")
-    claims_read, problem = run_notebooks.read_chapter_claims(path, "01_a")
+    claims_read, problem = chapter_run.read_chapter_claims(path, "01_a")
     assert claims_read == [] and "evidence must be one line" in problem
 
 
