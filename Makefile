@@ -36,7 +36,7 @@
 #                  release masked), the CUDA unit tests, the survey record into results/; logs,
 #                  record and a one-screen summary in GPU_OUT (_build/gpu-run): scripts/compat/gpu_run.py
 #   make lock      regenerate constraints.txt (every package of .venv, pinned, with the hashes of
-#                  every file of each release) from .venv
+#                  every file of each release, torch's CPU index and local torch wheels) from .venv
 #   make bump PKG=name==version   change one pin: resolve, re-lock with hashes
 #   make release-check   the release ref, package version and stamped Colab cells agree
 #                  (RELEASE_FLAGS=--publishing also requires the tag to exist)
@@ -83,15 +83,22 @@ PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize
 	wheelhouse gpu-run \
 	browser-deps clean lock bump release-check survey survey-compare pdf shapes actionlint
 
-# torch first, by its pin alone ($(VENV)/pins.txt: the lock without its hashes): pip ranks a
-# candidate whose link carries an allowed hash above any other, so in hash-checking mode a CPU
-# wheel served without one (a local copy) or not yet hashed in the lock loses to PyPI's CUDA
-# build. Then everything, hash-checked against the lock (torch is already there).
+# torch first, chosen by its pin alone ($(VENV)/pins.txt: the lock without its hashes): pip ranks
+# a candidate whose link carries an allowed hash above any other, so in hash-checking mode a CPU
+# wheel served without one (a local copy, the CPU index) loses to PyPI's CUDA build. So the
+# wheel pip chooses is downloaded first, then installed from that folder alone, hash-checked
+# against the lock (a wheel whose SHA-256 the lock lacks stops the install), and removed. Then
+# everything else, hash-checked against the lock (torch is already there).
 $(STAMP): requirements.txt $(CONSTRAINTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	sed -e '/--hash=/d' -e 's/ \\$$//' $(CONSTRAINTS) > $(VENV)/pins.txt
-	$(BIN)/python -m pip install --quiet $(PIP_INDEX) "torch==$(PINNED_TORCH)" -c $(VENV)/pins.txt
+	rm -rf $(VENV)/torch-wheel
+	$(BIN)/python -m pip download --quiet --no-deps $(PIP_INDEX) -d $(VENV)/torch-wheel \
+		"torch==$(PINNED_TORCH)" -c $(VENV)/pins.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-index --find-links $(VENV)/torch-wheel \
+		"torch==$(PINNED_TORCH)" -c $(CONSTRAINTS)
+	rm -rf $(VENV)/torch-wheel
 	$(BIN)/python -m pip install --quiet $(PIP_INDEX) -r requirements.txt -c $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
@@ -185,8 +192,11 @@ colab: venv
 	$(BIN)/python -m scripts.release.colab_cell
 	$(BIN)/python -m scripts.release.colab_runtime
 
+# The torch wheels of pip's local folders (PIP_FIND_LINKS: a machine's offline wheels) are
+# hashed into the lock too, so that make venv can install them hash-checked.
+LOCK_WHEELS = $(foreach d,$(PIP_FIND_LINKS),$(wildcard $(d)/torch-$(PINNED_TORCH)*.whl))
 lock: venv
-	$(BIN)/python -m scripts.release.lock
+	$(BIN)/python -m scripts.release.lock $(foreach w,$(LOCK_WHEELS),--hash-file $(w))
 
 # One pin changed: `make bump PKG=sphinx-sitemap==2.9.1` sets it in requirements.txt (where it
 # is listed), resolves with every other package at its locked version, re-locks with hashes;

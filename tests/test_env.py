@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from tricks_helpers import env
+from tricks_helpers.env import cpu as env_cpu
 
 
 def test_card_reports_this_torch_and_threads():
@@ -46,11 +47,11 @@ APPLE_M2 |= {"sve": False, "sme": False, "sve_max_length": 0}
 
 def fake_platform(monkeypatch, tmp_path, *, system, machine, processor="", caps=None, brand=None):
     """This process as another machine: no /proc/cpuinfo, the platform's answers, torch's caps."""
-    monkeypatch.setattr(env, "CPUINFO", tmp_path / "absent")
-    monkeypatch.setattr(env.platform, "system", lambda: system)
-    monkeypatch.setattr(env.platform, "machine", lambda: machine)
-    monkeypatch.setattr(env.platform, "processor", lambda: processor)
-    monkeypatch.setattr(env, "_torch_capabilities", lambda: dict(caps or {}))
+    monkeypatch.setattr(env_cpu, "CPUINFO", tmp_path / "absent")
+    monkeypatch.setattr(env_cpu.platform, "system", lambda: system)
+    monkeypatch.setattr(env_cpu.platform, "machine", lambda: machine)
+    monkeypatch.setattr(env_cpu.platform, "processor", lambda: processor)
+    monkeypatch.setattr(env_cpu, "_torch_capabilities", lambda: dict(caps or {}))
     calls = []
 
     def sysctl(args, **kw):
@@ -58,7 +59,7 @@ def fake_platform(monkeypatch, tmp_path, *, system, machine, processor="", caps=
         out = "" if brand is None else brand + "\n"
         return subprocess.CompletedProcess(args, 0 if brand else 1, stdout=out, stderr="")
 
-    monkeypatch.setattr(env.subprocess, "run", sysctl)
+    monkeypatch.setattr(env_cpu.subprocess, "run", sysctl)
     return calls
 
 
@@ -104,7 +105,7 @@ def test_linux_on_arm_keeps_proc_features_and_takes_torch_name(monkeypatch, tmp_
     )
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd sve bf16 i8mm\n")
-    monkeypatch.setattr(env, "CPUINFO", info)
+    monkeypatch.setattr(env_cpu, "CPUINFO", info)
     assert env.cpu_flags() == {"fp", "asimd", "sve", "bf16", "i8mm"}  # the file, not torch
     assert env.cpu_model() == "Neoverse-V1"
     assert calls == []  # sysctl only on macOS
@@ -146,19 +147,19 @@ def test_cpu_arch_asks_torch_where_the_platform_is_silent(monkeypatch, tmp_path)
 
 
 def test_darwin_brand_is_none_off_macos_and_when_sysctl_fails(monkeypatch):
-    monkeypatch.setattr(env.platform, "system", lambda: "Linux")
-    assert env._darwin_brand() is None
-    monkeypatch.setattr(env.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(env_cpu.platform, "system", lambda: "Linux")
+    assert env_cpu._darwin_brand() is None
+    monkeypatch.setattr(env_cpu.platform, "system", lambda: "Darwin")
 
     def missing(*a, **kw):
         raise FileNotFoundError("sysctl")
 
-    monkeypatch.setattr(env.subprocess, "run", missing)
-    assert env._darwin_brand() is None
+    monkeypatch.setattr(env_cpu.subprocess, "run", missing)
+    assert env_cpu._darwin_brand() is None
 
 
 def test_torch_capabilities_is_a_plain_dict_of_this_torch():
-    caps = env._torch_capabilities()
+    caps = env_cpu._torch_capabilities()
     assert isinstance(caps, dict) and caps == dict(torch.cpu.get_capabilities())
 
 

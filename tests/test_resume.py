@@ -13,14 +13,21 @@ import torch
 
 from tricks_helpers import bitwise, resume
 from tricks_helpers._checkpoint_file import MAGIC
+from tricks_helpers.resume import checkpoint as resume_checkpoint
+
+
+def _reference_and_checkpoint(tmp_path, steps, more):
+    """An uninterrupted run of ``steps + more`` steps, and the checkpoint of another run of
+    the same seed after ``steps``."""
+    reference = resume.new_run(0)
+    resume.train(reference, steps + more)
+    first = resume.new_run(0)
+    resume.train(first, steps)
+    return reference, resume.save_checkpoint(first, tmp_path / "ck.pt")
 
 
 def test_resume_in_process_is_bitwise_equal(tmp_path):
-    reference = resume.new_run(0)
-    resume.train(reference, 8)
-    first = resume.new_run(0)
-    resume.train(first, 3)
-    path = resume.save_checkpoint(first, tmp_path / "ck.pt")
+    reference, path = _reference_and_checkpoint(tmp_path, 3, 5)
     torch.manual_seed(99)  # disturb the global RNGs: the checkpoint must restore them
     np.random.seed(99)
     again = resume.load_checkpoint(path)
@@ -31,11 +38,7 @@ def test_resume_in_process_is_bitwise_equal(tmp_path):
 
 @pytest.mark.parametrize("omitted", ["torch_rng", "sampler", "optimizer"])
 def test_an_omitted_component_changes_the_run(tmp_path, omitted):
-    reference = resume.new_run(0)
-    resume.train(reference, 8)
-    first = resume.new_run(0)
-    resume.train(first, 3)
-    path = resume.save_checkpoint(first, tmp_path / "ck.pt")
+    reference, path = _reference_and_checkpoint(tmp_path, 3, 5)
     torch.manual_seed(99)
     again = resume.load_checkpoint(path, omit=[omitted])
     resume.train(again, 5)
@@ -43,11 +46,7 @@ def test_an_omitted_component_changes_the_run(tmp_path, omitted):
 
 
 def test_resume_in_fresh_process(tmp_path):
-    reference = resume.new_run(0)
-    resume.train(reference, 4)
-    first = resume.new_run(0)
-    resume.train(first, 2)
-    path = resume.save_checkpoint(first, tmp_path / "ck.pt")
+    reference, path = _reference_and_checkpoint(tmp_path, 2, 2)
     out = resume.resume_in_fresh_process(path, 2, [(), ("numpy_rng",)])
     assert set(out) == {"complete", "without numpy_rng"}
     assert out["complete"]["losses"] == reference.losses[2:]
@@ -117,7 +116,8 @@ def _checkpoint(tmp_path, steps=3, edit=None, monkeypatch=None):
     resume.train(run, steps)
     if edit is not None:
         real = resume.checkpoint_state
-        monkeypatch.setattr(resume, "checkpoint_state", lambda r: edit(real(r)))
+        # save_checkpoint's home module holds the name it calls
+        monkeypatch.setattr(resume_checkpoint, "checkpoint_state", lambda r: edit(real(r)))
     return resume.save_checkpoint(run, tmp_path / "ck.pt")
 
 
@@ -192,7 +192,7 @@ def test_a_failed_save_leaves_no_temporary_and_the_old_file(tmp_path, monkeypatc
     def no_room(*_):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(resume.os, "replace", no_room)
+    monkeypatch.setattr(os, "replace", no_room)
     with pytest.raises(OSError, match="No space left"):
         resume.save_checkpoint(resume.new_run(1), path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt"] and path.read_bytes() == old

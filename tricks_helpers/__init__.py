@@ -2,7 +2,8 @@
 
 Each submodule has one job and is introduced by one chapter of the book:
 
-- :mod:`tricks_helpers.env`: the environment card every chapter prints, bf16 support (all).
+- :mod:`tricks_helpers.env`: the environment card every chapter prints, what the CPU is, bf16
+  support (all; a face over `card`, `cpu`, `precision`).
 - :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all): a face over
   :mod:`~tricks_helpers.bench.timing` (the clock, the rounds),
   :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed) and
@@ -27,7 +28,8 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.determinism`: deterministic settings, RNG snapshots, reproducibility
   checks (02); :mod:`tricks_helpers.bitwise`: bit-for-bit comparison of results (02).
 - :mod:`tricks_helpers.resume`: a checkpoint that resumes a run bit for bit, in a fresh
-  process, and what each left-out part breaks (02); its file format (a checksummed payload,
+  process, and what each left-out part breaks (02; a face over `tiny_run`, `sampler`,
+  `checkpoint`, `fresh_process`); its file format (a checksummed payload,
   written atomically) is :mod:`tricks_helpers._checkpoint_file`, read and written through
   :mod:`tricks_helpers._io` (a reader that never blocks, refuses what is not a regular file
   and bounds its size; unique temporary names for every atomic write).
@@ -39,7 +41,8 @@ Each submodule has one job and is introduced by one chapter of the book:
   sizes, peaks (05, 07, 10): a face over :mod:`~tricks_helpers.memory.sizes` (exact byte counts)
   and :mod:`~tricks_helpers.memory.peaks` (CUDA and CPU peaks while a call runs).
 - :mod:`tricks_helpers.quantization`: a transformer MLP block, and why a quantized model is
-  (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran (07).
+  (or is not) faster: weight bytes, matmul FLOPs, the kernels that ran, which torchao each
+  section needs (07; a face over `weights`, `matmul_kernels`, `torchao_sections`).
 - :mod:`tricks_helpers.fusion`, :mod:`tricks_helpers.reparam`: conv+BN fusion and RepVGG
   re-parameterization (06).
 - :mod:`tricks_helpers.resnet`: a ResNet-18-shaped network, written out, no download (06).

@@ -42,8 +42,16 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _named(where: str, name: str) -> str:
+    """How an error begins: ``where: 'name'`` (``load_checkpoint: 'a.pt' is a FIFO``), or the
+    file's name alone where ``where`` is empty (``a.json: is a FIFO``): the file named once."""
+    return f"{where}: {name!r}" if where else f"{name}:"
+
+
 def open_regular(where: str, path: str | os.PathLike) -> tuple[int, os.stat_result]:
     """A read-only descriptor of ``path`` and its ``fstat``, opened without blocking.
+
+    Every error names the file once: ``where: 'name' ...``, or ``name: ...`` with ``where`` empty.
 
     Raises:
         FileNotFoundError: ``path`` does not exist (named).
@@ -54,18 +62,20 @@ def open_regular(where: str, path: str | os.PathLike) -> tuple[int, os.stat_resu
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{where}: no file {name!r}") from None
+        raise FileNotFoundError(f"{_named(where, name)} no such file") from None
     except IsADirectoryError:
-        raise NotRegularFileError(f"{where}: {name!r} is a directory, not a file") from None
+        raise NotRegularFileError(f"{_named(where, name)} is a directory, not a file") from None
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a FIFO without a writer, or a socket
-            raise NotRegularFileError(f"{where}: {name!r} is not a regular file") from None
-        raise type(exc)(exc.errno, f"{where}: cannot open {name!r}: {exc.strerror}") from None
+            raise NotRegularFileError(f"{_named(where, name)} is not a regular file") from None
+        said = f"{_named(where, name)} cannot be opened: {exc.strerror}"
+        raise type(exc)(exc.errno, said) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
+            kind = _kind(st.st_mode)
             raise NotRegularFileError(
-                f"{where}: {name!r} is {_kind(st.st_mode)}, not a regular file; nothing was read"
+                f"{_named(where, name)} is {kind}, not a regular file; nothing was read"
             )
         os.set_blocking(fd, True)  # a regular file never blocks; reads are whole from here
     except BaseException:
@@ -100,7 +110,7 @@ def read_regular(
     try:
         if st.st_size > max_bytes:
             raise ValueError(
-                f"{where}: {name!r} holds {st.st_size:,} bytes, more than {max_bytes:,}; "
+                f"{_named(where, name)} holds {st.st_size:,} bytes, more than {max_bytes:,}; "
                 "nothing was read"
             )
         with os.fdopen(os.dup(fd), "rb") as f:
@@ -108,7 +118,7 @@ def read_regular(
             want = max_bytes if limit is None else min(max_bytes, limit(data, st.st_size))
             data += f.read(want - len(data) + 1)
         if len(data) > want:
-            raise ValueError(f"{where}: {name!r} grew past {want:,} bytes while it was read")
+            raise ValueError(f"{_named(where, name)} grew past {want:,} bytes while it was read")
         return data
     finally:
         os.close(fd)

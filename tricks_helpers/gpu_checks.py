@@ -101,6 +101,13 @@ def _check_spans(where: str, spans: object) -> Sequence[TraceSpan]:
     return spans  # type: ignore[return-value]
 
 
+def _copies(where: str, spans: Sequence[TraceSpan], direction: str) -> list[TraceSpan]:
+    """The copies of ``direction`` among ``spans``, after checking both arguments."""
+    _check_spans(where, spans)
+    check_choice(where, "direction", direction, ("HtoD", "DtoH", "DtoD"))
+    return [s for s in spans if s.category == COPY_CATEGORY and direction in s.name]
+
+
 def overlapped_copies(spans: Sequence[TraceSpan], direction: str = "HtoD") -> tuple[int, int]:
     """How many copies of ``direction`` overlapped a kernel on another stream (chapter 03).
 
@@ -119,9 +126,7 @@ def overlapped_copies(spans: Sequence[TraceSpan], direction: str = "HtoD") -> tu
         TypeError: on spans that are not :class:`~tricks_helpers.traces.TraceSpan` rows.
         ValueError: on an unknown direction.
     """
-    _check_spans("overlapped_copies", spans)
-    check_choice("overlapped_copies", "direction", direction, ("HtoD", "DtoH", "DtoD"))
-    copies = [s for s in spans if s.category == COPY_CATEGORY and direction in s.name]
+    copies = _copies("overlapped_copies", spans, direction)
     kernels = [s for s in spans if s.category == KERNEL_CATEGORY]
     overlapped = 0
     for c in copies:
@@ -154,9 +159,7 @@ def copies_on_side_streams(spans: Sequence[TraceSpan], direction: str = "HtoD") 
         TypeError: on spans that are not :class:`~tricks_helpers.traces.TraceSpan` rows.
         ValueError: on an unknown direction.
     """
-    _check_spans("copies_on_side_streams", spans)
-    check_choice("copies_on_side_streams", "direction", direction, ("HtoD", "DtoH", "DtoD"))
-    copies = [s for s in spans if s.category == COPY_CATEGORY and direction in s.name]
+    copies = _copies("copies_on_side_streams", spans, direction)
     computing = {s.thread for s in spans if s.category == KERNEL_CATEGORY}
     return sum(c.thread not in computing for c in copies), len(copies)
 

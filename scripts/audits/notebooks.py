@@ -81,7 +81,7 @@ from scripts.audits.recipes import folding_problems, recipe_problems
 from scripts.book.find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 from scripts.book.notebook_cells import output_text, stored_text
 from scripts.release.colab_runtime import has_gpu_branch, has_gpu_runtime
-from scripts.results.schema import RETIRED_VERDICT
+from scripts.results.retired_verdict import RETIRED_VERDICT
 from tricks_helpers.bench import VERDICTS
 
 MIN_COMPARED = 0.80

@@ -164,7 +164,7 @@ def run_jobs(jobs: list[Job], parallel: int) -> None:
 
 
 def chapter_jobs(notebooks, out: Path, sanitize: Path, env: dict) -> list[Job]:
-    from scripts.book.run_notebooks import records_env
+    from scripts.book.chapter_run import records_env
 
     jobs = []
     for nb in notebooks:
@@ -183,13 +183,13 @@ def chapter_jobs(notebooks, out: Path, sanitize: Path, env: dict) -> list[Job]:
 
 def survey_record(jobs: list[Job], out: Path, results: Path, limits) -> Path:
     """Write the chapters' records and claims as this machine's survey record."""
-    from scripts.book.run_notebooks import (
+    from scripts.book.chapter_run import (
         Outcome,
         claims_file,
         read_chapter_claims,
         read_chapter_records,
-        write_records,
     )
+    from scripts.book.run_notebooks import write_records
 
     outcomes = []
     for job in jobs:

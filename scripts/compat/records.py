@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.compat.schema import COMPAT_SCHEMA_VERSION, check_compat, file_name
-from scripts.results.schema import read_json, write_json
+from scripts.results.json_file import read_json, write_json
 
 __all__ = [
     "FOLDER",

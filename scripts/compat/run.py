@@ -6,7 +6,7 @@
 1. refuses to run where this environment's torch is not that release, or its torchao does not
    satisfy the release's row of ``colab_cell.TORCHAO_FOR_TORCH`` (``compat_env``), so a record
    can never name versions that did not run;
-2. executes each chapter in memory (``run_notebooks.run_chapter``: nothing under ``book/`` is
+2. executes each chapter in memory (``chapter_run.run_chapter``: nothing under ``book/`` is
    written, a failure never stops the run) and prints one line per chapter as it finishes
    (``compat_outcome.line``: ``ran``, ``ran, N sections skipped: ...`` or ``failed at code cell
    N: Error: message``, with seconds), then all the lines again as a summary;
@@ -103,7 +103,7 @@ def run_compat(
 
     Args:
         root: the repository root (the record goes to ``root/results/compat``).
-        runner: ``run_notebooks.run_chapter`` (tests pass a stub returning an object with
+        runner: ``chapter_run.run_chapter`` (tests pass a stub returning an object with
             ``nb``, ``seconds`` and ``error``).
         partial: True when only some chapters were named: their entries replace theirs in the
             existing record, which must come from the same torch, torchao, Python and machine.

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scripts.results.schema import CHAPTER_PATTERN, MACHINE_ID_PATTERN, _text, schema_check
+from scripts.results.schema import CHAPTER_PATTERN, MACHINE_ID_PATTERN
+from scripts.results.validator import schema_check, text_schema
 from tricks_helpers.fields import SKIPPED
 
 __all__ = ["COMPAT_SCHEMA_VERSION", "RELEASE_PATTERN", "COMPAT_SCHEMA", "check_compat", "file_name"]
@@ -29,14 +30,14 @@ __all__ = ["COMPAT_SCHEMA_VERSION", "RELEASE_PATTERN", "COMPAT_SCHEMA", "check_c
 COMPAT_SCHEMA_VERSION = 1
 #: A torch release as a file name part: digits and dots, an optional pre-release (``rc1``).
 RELEASE_PATTERN = r"^[0-9]+(\.[0-9]+){1,2}([a-z]+[0-9]+)?$"
-_VERSION = _text(64, 1, r"^[0-9][A-Za-z0-9.+-]*$")  # an installed package's version
+_VERSION = text_schema(64, 1, r"^[0-9][A-Za-z0-9.+-]*$")  # an installed package's version
 
 _SKIPPED = {
     "type": "object",
     "additionalProperties": False,
     "required": ["section", "reason"],
     "properties": {
-        name: _text(t.max_length, t.min_length, t.pattern) for name, t in SKIPPED.items()
+        name: text_schema(t.max_length, t.min_length, t.pattern) for name, t in SKIPPED.items()
     },
 }
 
@@ -71,11 +72,11 @@ _ENTRY = {
         "status": {"enum": ["ran", "failed"]},
         "seconds": {"type": "number", "minimum": 0},
         "failed_cell": {"type": ["integer", "null"], "minimum": 1},
-        "error": _text(400),
+        "error": text_schema(400),
         "skipped": {"type": "array", "maxItems": 100, "items": _SKIPPED},
         "code_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
-        "date": _text(10, 10, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
-        "commit": _text(80, 1),
+        "date": text_schema(10, 10, r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+        "commit": text_schema(80, 1),
         "outputs": _OUTPUTS,  # optional: records made before outputs were compared lack it
     },
     "if": {"properties": {"status": {"const": "failed"}}},
@@ -101,17 +102,17 @@ COMPAT_SCHEMA: dict[str, Any] = {
     ],
     "properties": {
         "schema": {"const": COMPAT_SCHEMA_VERSION},
-        "torch_release": _text(32, 1, RELEASE_PATTERN),
+        "torch_release": text_schema(32, 1, RELEASE_PATTERN),
         "torch": _VERSION,
         "torchao": _VERSION,
-        "torchao_requirement": _text(100, 1, r"^torchao[A-Za-z0-9.,<>=!~ ]*$"),
+        "torchao_requirement": text_schema(100, 1, r"^torchao[A-Za-z0-9.,<>=!~ ]*$"),
         "python": _VERSION,
-        "machine": _text(160, 1, MACHINE_ID_PATTERN),
+        "machine": text_schema(160, 1, MACHINE_ID_PATTERN),
         "chapters": {
             "type": "object",
             "minProperties": 1,
             "maxProperties": 1000,
-            "propertyNames": _text(100, 1, CHAPTER_PATTERN),
+            "propertyNames": text_schema(100, 1, CHAPTER_PATTERN),
             "additionalProperties": _ENTRY,
         },
     },

@@ -40,17 +40,18 @@ classify = partial(classify_outcome, documented=_DOCUMENTED, context=_CONTEXT)
 
 def _ckpt(t: Path, steps: int = 2, edit: Callable[[dict], dict] | None = None) -> Path:
     from tricks_helpers import resume
+    from tricks_helpers.resume import checkpoint  # save_checkpoint's home: the name it calls
 
     run = resume.new_run(0)
     if steps:
         resume.train(run, steps)
-    real = resume.checkpoint_state
+    real = checkpoint.checkpoint_state
     if edit is not None:
-        resume.checkpoint_state = lambda r: edit(real(r))
+        checkpoint.checkpoint_state = lambda r: edit(real(r))
     try:
         return resume.save_checkpoint(run, t / "ck.pt")
     finally:
-        resume.checkpoint_state = real
+        checkpoint.checkpoint_state = real
 
 
 def _flip(t: Path, bit: int) -> Any:

@@ -125,9 +125,9 @@ def _text(t: Path, name: str, text: str | bytes) -> Path:
 
 
 def _read_json(t: Path, plant: Callable[[Path], Path]) -> Any:
-    from scripts.results import schema
+    from scripts.results import json_file
 
-    return schema.read_json(plant(t))
+    return json_file.read_json(plant(t))
 
 
 def _results(n: int = 1) -> dict:
@@ -228,7 +228,7 @@ def _concurrent(write: Callable[[Path, Any], Any], t: Path) -> int:
 
 def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     from scripts.compat import outcome as compat_outcome
-    from scripts.results import schema
+    from scripts.results import json_file
     from tricks_helpers import claims, ddp, fields
 
     c: list[tuple[str, Callable[[Path], Any], Any]] = []
@@ -362,7 +362,7 @@ def _cases() -> list[tuple[str, Callable[[Path], Any], Any]]:
     )
     add(("check_file a link", partial(_check_file, text=json.dumps, link=True), ERROR))
     add(("check_file good", partial(_check_file, text=json.dumps), bool))
-    add(("write_json 3 writers at once", partial(_concurrent, schema.write_json), (0).__eq__))
+    add(("write_json 3 writers at once", partial(_concurrent, json_file.write_json), (0).__eq__))
     add(("ddp write_json 3 writers at once", partial(_concurrent, ddp.write_json), (0).__eq__))
     err = "RuntimeError:\tbad\u202e"
     add(

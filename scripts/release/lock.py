@@ -21,7 +21,9 @@ locked they are kept, :data:`KEEP_IF_ABSENT`).
 The hashes are every file of each pinned release on PyPI (all Pythons and platforms: the lock
 serves 3.11-3.13, Linux, macOS, Windows), and for torch also the files of that release on the
 CPU index where it answers (``scripts/release/torch_index.py``) and the wheels named with
-``--hash-file``.
+``--hash-file`` (``make lock`` names the pinned torch's wheels in pip's local folders,
+``PIP_FIND_LINKS``). ``make venv`` installs torch from the one wheel pip chose, hash-checked
+against this lock, before everything else.
 
 ``--bump name==version`` sets that pin in requirements.txt (where it is listed), resolves
 requirements.txt with every other package kept at its locked version (``pip install --dry-run

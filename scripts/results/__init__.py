@@ -5,7 +5,10 @@ Entry points (``python -m scripts.results.<tool>``):
 - ``page``    generate the page and its charts (``make results``; ``--check``: is it up to date)
 - ``check``   check results files as every reader does (``--contributed FILE``: a survey file)
 
-Libraries: ``schema`` (the one schema of a results file, imported by ``book.machine_records``),
-and the page's parts: ``rows`` (one row per measured comparison), ``machines`` (across machines),
-``claims`` (claims by machine), ``compat`` (chapter by torch release).
+Libraries: ``schema`` (the one schema of a results file, imported by ``book.machine_records``)
+on ``validator`` (the JSON Schema plumbing it shares with ``compat.schema``); ``json_file`` (the
+strict reader and atomic writer of results files and compat records); ``retired_verdict`` (the
+three-verdict book's word, re-decided); and the page's parts: ``rows`` (one row per measured
+comparison), ``machines`` (across machines), ``claims`` (claims by machine), ``compat`` (chapter
+by torch release).
 """

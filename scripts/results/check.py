@@ -27,8 +27,8 @@ __all__ = ["check_file", "main"]
 def check_file(path: str | Path, *, contributed: bool = False) -> dict[str, Any]:
     """Every check a results file passes before anything reads it; returns its content.
 
-    A regular file (not a link, a folder or a device) of at most ``schema.MAX_FILE_BYTES``,
-    strict UTF-8 JSON (``schema.read_json``: no ``NaN``, no repeated key, bounded depth and
+    A regular file (not a link, a folder or a device) of at most ``json_file.MAX_FILE_BYTES``,
+    strict UTF-8 JSON (``json_file.read_json``: no ``NaN``, no repeated key, bounded depth and
     numbers), valid (``machine_records.read_results``: the schema and
     each record's sense) and named after its machine id and source (``schema.file_name``).
 
@@ -45,8 +45,8 @@ def check_file(path: str | Path, *, contributed: bool = False) -> dict[str, Any]
     if path.is_symlink():  # a link may lead out of the checkout: never followed
         raise ValueError(f"{path.name}: a symbolic link, not a regular file")
     if not path.exists():
-        raise ValueError(f"{path.name!r}: no such file")
-    data = machine_records.read_results(path)  # schema.read_json: regular, bounded, strict
+        raise ValueError(f"{path.name}: no such file")
+    data = machine_records.read_results(path)  # json_file.read_json: regular, bounded, strict
     check_files({path.name: data})
     if contributed and data["source"] != "survey":
         raise ValueError(
@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             data = check_file(path, contributed=args.contributed)
         except (TypeError, ValueError) as exc:
             failed += 1
-            print(f"results.check: {path}: INVALID: {exc}")
+            said = str(exc)  # begins with the file's name: said once, as its path, here
+            said = said[len(path.name) :].lstrip(":. ") if said.startswith(path.name) else said
+            print(f"results.check: {path}: INVALID: {said}")
             continue
         if path.name in good:
             failed += 1

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.book.notebook_cells import stored_text
-from scripts.results.schema import RETIRED_VERDICT, redecide
+from scripts.results.retired_verdict import RETIRED_VERDICT, redecide
 from tricks_helpers.bench import (
     UNDECIDED,
     VERDICT_LINE_RE,

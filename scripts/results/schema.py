@@ -21,31 +21,26 @@ characters and of bounded length; machine ids are lower-case words joined by ``-
 Used by ``machine_records`` (``validate_results``, ``results_path``) and
 ``results_machines.machine_files``.
 
+The file's bytes are read by ``scripts.results.json_file.read_json`` (strict, bounded, the file
+named once in every error); the schema's plumbing (finite numbers, integer counts, errors in
+the project's words) is ``scripts.results.validator``'s; a retired verdict word is re-decided
+by ``scripts.results.retired_verdict`` before the check.
+
 The file-level check a contributor runs (size, JSON, this schema, the name) is
 ``scripts.results.check``, above ``machine_records``: this module imports neither.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
 
+from scripts.results.validator import Validator, schema_check, short, text_schema
 from tricks_helpers import fields
-from tricks_helpers._io import atomic_target, read_regular
-from tricks_helpers.bench import (
-    FASTER,
-    NOISE_THRESHOLD,
-    SLOWER,
-    UNDECIDED,
-    VERDICTS,
-    decide,
-    interval_coverage,
-)
+from tricks_helpers.bench import NOISE_THRESHOLD, VERDICTS, decide, interval_coverage
 from tricks_helpers.bench.records import FIELDS, SCHEMA_VERSION
 from tricks_helpers.claims import CLAIM_FIELDS
 from tricks_helpers.claims import STATUSES as CLAIM_STATUSES
@@ -56,59 +51,13 @@ __all__ = [
     "MACHINE_ID_PATTERN",
     "CHAPTER_PATTERN",
     "RESULTS_SCHEMA",
-    "MAX_FILE_BYTES",
     "MAX_RECORDS",
     "MAX_CLAIMS",
     "DRAWN_RANGE",
-    "read_json",
-    "write_json",
-    "schema_check",
     "check_results",
-    "RETIRED_VERDICT",
-    "redecide",
-    "upgrade_verdicts",
     "check_files",
     "file_name",
 ]
-
-#: The verdict word the book printed before its four verdicts (issue 39): an interval that was
-#: neither FASTER nor SLOWER. A file or stored output written then is read with the verdict its
-#: interval gives now (SAME or UNDECIDED: :func:`redecide`), never with the retired word.
-RETIRED_VERDICT = "NO CLEAR DIFFERENCE"
-
-
-def redecide(verdict: str, lo: float, hi: float) -> str:
-    """The verdict to read for ``verdict`` over ``[lo, hi]``: a current word as it is, the
-    retired word as :func:`~tricks_helpers.bench.decide` decides the interval now.
-
-    The retired word meant "neither FASTER nor SLOWER", so where a printed (rounded) interval
-    seems to decide one of those, its true end lay within rounding of the threshold: the
-    interval straddles it, UNDECIDED.
-
-    Raises:
-        ValueError: on a word that is no verdict.
-    """
-    if verdict in VERDICTS:
-        return verdict
-    if verdict != RETIRED_VERDICT:
-        raise ValueError(f"redecide: {verdict!r} is no verdict; verdicts are {VERDICTS}")
-    now = decide(lo, hi, NOISE_THRESHOLD)
-    return UNDECIDED if now in (FASTER, SLOWER) else now
-
-
-def upgrade_verdicts(data: Any) -> Any:
-    """A results file's content with each record's retired verdict word re-decided from its
-    interval (:func:`redecide`); anything else, and any file without the word, unchanged.
-    Called by the one reader (``machine_records.read_results``) before the checks."""
-    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-        return data
-    for rec in data["records"]:
-        if isinstance(rec, dict) and rec.get("verdict") == RETIRED_VERDICT:
-            lo, hi = rec.get("lo"), rec.get("hi")
-            if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi:
-                rec["verdict"] = redecide(RETIRED_VERDICT, lo, hi)
-    return data
-
 
 #: Where a results file comes from: the run that made the stored notebooks, or a survey.
 SOURCES = ("book", "survey")
@@ -118,12 +67,6 @@ STATUSES = ("ok", "failed")
 MACHINE_ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 #: A chapter name: a notebook's stem (``03_data_loading``): ``tricks_helpers.fields``'s.
 CHAPTER_PATTERN = fields.CHAPTER_PATTERN
-# Python's `$` also matches before a final newline, so every string also refuses control
-# characters (newlines included), invisible and bidi characters with this search, which has
-# no anchor to fool: the package's one definition (tricks_helpers.fields.FORBIDDEN).
-_CONTROL = fields.FORBIDDEN
-#: The largest results file any reader reads: a survey of all ten chapters is about 130 KB.
-MAX_FILE_BYTES = 4 * 2**20
 #: The most records and claims one machine's file may hold (the book's run has about 200 and
 #: 130): the page draws one row per record, so this bounds the page whatever passes the check.
 MAX_RECORDS = 2000
@@ -140,52 +83,38 @@ RATIO_TIMES_FACTOR = 10.0
 
 def _from_fields(spec: fields.Text) -> dict:
     """A text field's schema from the package's definition of it (``tricks_helpers.fields``)."""
-    return _text(spec.max_length, spec.min_length, spec.pattern)
-
-
-def _text(max_length: int, min_length: int = 0, pattern: str | None = None) -> dict:
-    """A one-line string schema of bounded length (and an optional allowed-characters pattern)."""
-    out: dict[str, Any] = {
-        "type": "string",
-        "minLength": min_length,
-        "maxLength": max_length,
-        "not": {"pattern": _CONTROL},
-        "description": "one line of text without control characters",
-    }
-    if pattern:
-        out["pattern"] = pattern
-    return out
+    return text_schema(spec.max_length, spec.min_length, spec.pattern)
 
 
 _COUNT = {"type": "integer", "minimum": 1, "maximum": 2**62}
 _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 _DRAWN = {"type": "number", "minimum": DRAWN_RANGE[0], "maximum": DRAWN_RANGE[1]}
-_NAME = _text(64, 1, r"^[A-Za-z0-9_.-]+$")  # a dtype name, a capped value, a torch version
+_NAME = text_schema(64, 1, r"^[A-Za-z0-9_.-]+$")  # a dtype name, a capped value, a torch version
 
 _MACHINE = {
     "type": "object",
     "additionalProperties": False,
     "required": ["id", "cpu", "isa", "capped", "threads", "gpu", "torch"],
     "properties": {
-        "id": _text(160, 1, MACHINE_ID_PATTERN),
-        "cpu": _text(200, 1),
+        "id": text_schema(160, 1, MACHINE_ID_PATTERN),
+        "cpu": text_schema(200, 1),
         # optional: files written before it (x86 Linux) lack it
-        "arch": _text(32, 1, r"^[a-z0-9_]+$"),
+        "arch": text_schema(32, 1, r"^[a-z0-9_]+$"),
         "isa": {
             "type": "array",
             "uniqueItems": True,
             "maxItems": 32,
-            "items": _text(32, 1, r"^[a-z0-9_]+$"),
+            "items": text_schema(32, 1, r"^[a-z0-9_]+$"),
         },
         "capped": {
             "type": "object",
             "maxProperties": 8,
-            "propertyNames": _text(64, 1, r"^[A-Z][A-Z0-9_]*$"),
+            "propertyNames": text_schema(64, 1, r"^[A-Z][A-Z0-9_]*$"),
             "additionalProperties": _NAME,
         },
         "threads": _COUNT,
-        "gpu": _text(200, 1),
-        "torch": _text(64, 1, r"^[A-Za-z0-9_.+-]+$"),
+        "gpu": text_schema(200, 1),
+        "torch": text_schema(64, 1, r"^[A-Za-z0-9_.+-]+$"),
     },
 }
 
@@ -195,7 +124,7 @@ _CHAPTER = {
     "required": ["status", "error", "seconds"],
     "properties": {
         "status": {"enum": list(STATUSES)},
-        "error": _text(1000),
+        "error": text_schema(1000),
         "seconds": {"type": "number", "minimum": 0},
     },
     # a failed chapter says why; a chapter that ran has no error
@@ -222,7 +151,7 @@ _LIMITS = {
             "type": "object",
             "maxProperties": 32,
             "propertyNames": _NAME,
-            "additionalProperties": _text(300),
+            "additionalProperties": text_schema(300),
         },
     },
 }
@@ -281,7 +210,7 @@ RESULTS_SCHEMA: dict[str, Any] = {
         "chapters": {
             "type": "object",
             "maxProperties": 1000,
-            "propertyNames": _text(100, 1, CHAPTER_PATTERN),
+            "propertyNames": text_schema(100, 1, CHAPTER_PATTERN),
             "additionalProperties": _CHAPTER,
         },
         "limits": _LIMITS,
@@ -291,168 +220,7 @@ RESULTS_SCHEMA: dict[str, Any] = {
 }
 
 
-def _is_integer(_checker: Any, value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # not 2.0, not True
-
-
-def _is_number(_checker: Any, value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value)  # NaN passes every comparison a schema can state: refuse it
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"integer": _is_integer, "number": _is_number}
-    ),
-)
-
-
-def _where(name: str, path: Iterable[Any]) -> str:
-    out = name
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _error(name: str, error: jsonschema.ValidationError) -> Exception:
-    """The schema's complaint as the project's errors: a wrong type is a TypeError."""
-    where = _where(name, error.absolute_path)
-    if error.validator == "type":
-        return TypeError(
-            f"{where} must be of type {error.validator_value}, got {_short(error.instance)}"
-        )
-    if error.validator == "not":
-        return ValueError(
-            f"{where} must be one line without control characters: {_short(error.instance)}"
-        )
-    if error.validator == "pattern":
-        return ValueError(
-            f"{where} {_short(error.instance)} has characters outside {error.validator_value}"
-        )
-    message = error.message.replace(repr(error.instance), _short(error.instance))
-    message = message if len(message) <= 300 else message[:297] + "..."
-    return ValueError(f"{where}: {message}")
-
-
-def schema_check(schema: Mapping[str, Any]) -> Callable[[Any, str], None]:
-    """``check(data, name)`` for ``schema`` (itself checked first): raises the best match of its
-    complaints as :func:`_error` words them. Used here and by ``compat.schema.check_compat``."""
-    _Validator.check_schema(schema)
-    validator = _Validator(schema)
-
-    def check(data: Any, name: str) -> None:
-        errors = list(validator.iter_errors(data))
-        if errors:
-            raise _error(name, jsonschema.exceptions.best_match(errors))
-
-    return check
-
-
 _CHECK = schema_check(RESULTS_SCHEMA)
-
-
-#: The deepest nesting and the longest number a results or compat file may hold.
-MAX_DEPTH = 16
-MAX_NUMBER_CHARS = 40
-
-
-def _depth(value: Any) -> int:
-    """How deeply ``value`` nests (iterative: no recursion to exhaust)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, level = todo.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            if level <= MAX_DEPTH:
-                todo.extend(
-                    (v, level + 1) for v in (item.values() if isinstance(item, dict) else item)
-                )
-    return deepest
-
-
-def read_json(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
-    """The JSON in ``path``, read as a file nobody vouches for: the one strict reader of
-    results files and compat records (the page, the survey's merge, the contributed-file
-    check, ``compat.records``).
-
-    The file is opened without blocking and must be a regular file (a FIFO, a device or a
-    folder is refused from ``fstat``) of at most ``max_bytes`` (refused before reading); its
-    bytes UTF-8; its JSON strict: no ``NaN``/``Infinity``, no key twice in one object (a
-    reviewer would see one value and a reader another), no number longer than
-    :data:`MAX_NUMBER_CHARS` characters, no nesting deeper than :data:`MAX_DEPTH`.
-
-    Raises:
-        FileNotFoundError: no such file (named).
-        ValueError: on anything above, always naming the file.
-    """
-    path = Path(path)
-    name = path.name
-
-    def no_constant(text: str) -> None:
-        raise ValueError(f"{text} is not a JSON number")
-
-    def number(kind: type) -> Any:
-        def parse(text: str) -> Any:
-            if len(text) > MAX_NUMBER_CHARS:
-                raise ValueError(f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})")
-            return kind(text)
-
-        return parse
-
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                raise ValueError(f"key {key[:60]!r} appears twice in one object")
-            out[key] = value
-        return out
-
-    try:
-        raw = read_regular("read_json", path, max_bytes)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{name}: no such file") from None
-    except OSError as exc:
-        raise ValueError(f"{name}: cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise ValueError(f"{name}: {str(exc).removeprefix('read_json: ')}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{name}: not UTF-8 (byte {exc.start})") from None
-    try:
-        data = json.loads(
-            text,
-            parse_constant=no_constant,
-            parse_int=number(int),
-            parse_float=number(float),
-            object_pairs_hook=unique,
-        )
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{name}: not JSON ({exc})") from None
-    except RecursionError:
-        raise ValueError(f"{name}: nested too deeply (at most {MAX_DEPTH} levels)") from None
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
-    if _depth(data) > MAX_DEPTH:
-        raise ValueError(f"{name}: nested too deeply (at most {MAX_DEPTH} levels)")
-    return data
-
-
-def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` to ``path`` as indented JSON with sorted keys, atomically (a unique
-    temporary name beside it, then a rename): a reader never sees half a file, and two writers
-    never share a temporary. Returns ``path``."""
-    text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
-    with atomic_target(path) as tmp:
-        Path(tmp).write_text(text, encoding="utf-8")
-    return Path(path)
 
 
 def check_results(data: Any, name: str = "results") -> dict[str, Any]:
@@ -468,7 +236,8 @@ def check_results(data: Any, name: str = "results") -> dict[str, Any]:
             chapter name with other characters, a newline in a text, an unknown key), a record
             whose ratio lies outside its interval, whose verdict is not the one its interval
             gives, whose coverage is not the one its rounds give, or whose chapter the file
-            does not list.
+            does not list, or a claim of a chapter it does not list or repeated (same
+            chapter and key).
     """
     _CHECK(data, name)
     for i, rec in enumerate(data["records"]):
@@ -496,6 +265,14 @@ def check_results(data: Any, name: str = "results") -> dict[str, Any]:
             )
         if rec["chapter"] not in data["chapters"]:
             raise ValueError(f"{where}: chapter {rec['chapter']!r} is not listed")
+    seen = set()
+    for i, claim in enumerate(data.get("claims", [])):
+        where = f"{name}: claim {i}"
+        if claim["chapter"] not in data["chapters"]:
+            raise ValueError(f"{where}: chapter {claim['chapter']!r} is not listed")
+        if (claim["chapter"], claim["key"]) in seen:
+            raise ValueError(f"{where} repeats {claim['chapter']}/{claim['key']}")
+        seen.add((claim["chapter"], claim["key"]))
     return data
 
 
@@ -511,14 +288,14 @@ def file_name(machine_id: Any, source: Any) -> str:
             joined by ``-`` (``../escaped``, ``/tmp/x``: no path can be made from one).
     """
     if not isinstance(machine_id, str):
-        raise TypeError(f"results_path: machine_id must be a string, got {_short(machine_id)}")
+        raise TypeError(f"results_path: machine_id must be a string, got {short(machine_id)}")
     if source not in SOURCES:
         raise ValueError(f"results_path: source must be one of {SOURCES}, got {source!r}")
     try:
-        _Validator(_MACHINE["properties"]["id"]).validate(machine_id)
+        Validator(_MACHINE["properties"]["id"]).validate(machine_id)
     except jsonschema.ValidationError as exc:
         raise ValueError(
-            f"results_path: machine id {_short(machine_id)} must be lower-case words joined by '-'"
+            f"results_path: machine id {short(machine_id)} must be lower-case words joined by '-'"
         ) from exc
     return f"{machine_id}.json" if source == "book" else f"{machine_id}-{source}.json"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-from scripts.book import run_notebooks
+from scripts.book import chapter_run
 from scripts.compat import outcome as compat_outcome
 
 SKIP = "[skipped] int4 weight-only: needs torchao>=0.18, this run has 0.16.0\n"
@@ -107,7 +107,7 @@ def test_a_real_execution_through_the_runner(make_notebook):
         ],
         number=False,
     )
-    done = run_notebooks.run_chapter(path, timeout=120)
+    done = chapter_run.run_chapter(path, timeout=120)
     item = compat_outcome.entry(done.nb, done.seconds, done.error, "2026-11-27", "c")
     assert compat_outcome.outcome_text(item) == "failed at code cell 3: KeyError: 'missing row'"
     assert item["skipped"][0]["reason"] == "needs torchao>=0.18, this run has 0.16.0"

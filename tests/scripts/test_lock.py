@@ -3,6 +3,10 @@ requirements.txt."""
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import pytest
 
 from scripts.release import lock
@@ -64,6 +68,38 @@ def test_makefile_installs_under_the_constraints_and_has_make_lock(repo_root):
         "\tlock: venv" not in makefile
         and "lock: venv\n\t$(BIN)/python -m scripts.release.lock" in makefile
     )
+
+
+def test_torch_is_installed_hash_checked_against_the_lock(repo_root):
+    """Issue 43: torch was installed by its pin alone (no hash checked). Now the wheel pip
+    chooses is downloaded, then installed from that folder alone under the hashed lock."""
+    makefile = (repo_root / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^\$\(STAMP\):.*\n((?:\t.*\n)+)", makefile, flags=re.M).group(1)
+    steps = [line.strip() for line in recipe.replace("\\\n", " ").splitlines()]
+    torch_steps = [s for s in steps if '"torch==$(PINNED_TORCH)"' in s]
+    download, install = torch_steps
+    assert "pip download" in download and "-c $(VENV)/pins.txt" in download
+    assert "-d $(VENV)/torch-wheel" in download
+    assert "--no-index --find-links $(VENV)/torch-wheel" in install
+    assert install.endswith("-c $(CONSTRAINTS)")  # the hashed lock: a wheel it lacks stops it
+    rest = [s for s in steps if "-r requirements.txt -c $(CONSTRAINTS)" in s]
+    assert steps.index(download) < steps.index(install) < steps.index(rest[0])
+    assert "$(foreach w,$(LOCK_WHEELS),--hash-file $(w))" in makefile  # local wheels locked
+
+
+def test_the_local_torch_wheel_of_this_machine_is_in_the_lock(repo_root):
+    """Where pip's local folders hold the pinned torch's wheel, the lock has its hash."""
+    pins = lock.read_pins(repo_root / "constraints.txt")
+    entries = lock.parse_lock((repo_root / "constraints.txt").read_text(encoding="utf-8"))
+    wheels = [
+        w
+        for d in os.environ.get("PIP_FIND_LINKS", "").split()
+        for w in sorted(Path(d).glob(f"torch-{pins['torch']}*.whl"))
+    ]
+    if not wheels:
+        pytest.skip("no local torch wheel here")
+    for wheel in wheels:
+        assert lock.file_hash(wheel) in entries["torch"][2], f"{wheel.name}: make lock"
 
 
 PAGE = b"""<html><body>

@@ -11,6 +11,7 @@ import torch
 
 from scripts.book import machine_records
 from tricks_helpers import bench, env
+from tricks_helpers.env import cpu as env_cpu
 
 
 def facts(**kw):
@@ -59,8 +60,12 @@ def test_merge_replaces_the_chapters_run_and_keeps_the_others(tmp_path):
     [
         ({"schema": 0}, ValueError, "schema"),
         ({"source": "mine"}, ValueError, "source"),
-        ({"machine": {"id": "x"}}, ValueError, "machine lacks"),
-        ({"chapters": {"01_x": {"status": "?"}}}, ValueError, "status"),
+        ({"machine": {"id": "x"}}, ValueError, "machine: 'cpu' is a required property"),
+        (
+            {"chapters": {"01_x": {"status": "?", "error": "", "seconds": 1.0}}},
+            ValueError,
+            "status",
+        ),
         ({"records": "none"}, TypeError, "records"),
         ({"chapters": {}}, ValueError, "not listed"),
     ],
@@ -73,6 +78,55 @@ def test_validate_results_refuses_bad_files(change, error, match):
         machine_records.validate_results({**data, **change})
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"schema": 0},
+        {"source": "mine"},
+        {"machine": {"id": "x"}},
+        {"chapters": {"01_x": {"status": "?"}}},
+        {"records": "none"},
+        {"chapters": {}},
+        {"claims": [{"chapter": "02_y"}]},
+    ],
+)
+def test_validate_results_says_what_the_one_schema_says(change):
+    """Issue 42: no second copy of the keys, sources or statuses ahead of the schema: every
+    refusal is the schema's own (same type, same words)."""
+    from scripts.results import schema
+
+    data = machine_records.merge_results(
+        None, facts(), {"01_x": {"status": "ok", "error": "", "seconds": 1.0}}, [rec()], "survey"
+    )
+    bad = {**data, **change}
+    with pytest.raises((TypeError, ValueError)) as mine:
+        machine_records.validate_results(bad, "f.json")
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        schema.check_results(bad, "f.json")
+    assert (type(mine.value), str(mine.value)) == (type(theirs.value), str(theirs.value))
+
+
+def test_claims_of_unlisted_chapters_and_repeated_claims_are_the_schemas_refusals():
+    from scripts.results import schema
+
+    claim = {
+        "chapter": "01_x",
+        "key": "k",
+        "advice": "a",
+        "condition": "c",
+        "evidence": "e",
+        "status": "HELD",
+        "measured": True,
+    }
+    data = machine_records.merge_results(
+        None, facts(), {"01_x": {"status": "ok", "error": "", "seconds": 1.0}}, [rec()], "survey"
+    )
+    with pytest.raises(ValueError, match="claim 1 .*repeats"):
+        schema.check_results({**data, "claims": [claim, claim]})
+    with pytest.raises(ValueError, match="claim 0: chapter '02_y' is not listed"):
+        schema.check_results({**data, "claims": [{**claim, "chapter": "02_y"}]})
+
+
 def test_a_bad_record_is_named_by_its_index(tmp_path):
     data = machine_records.merge_results(
         None, facts(), {"01_x": {"status": "ok", "error": "", "seconds": 1.0}}, [rec()], "survey"
@@ -80,7 +134,7 @@ def test_a_bad_record_is_named_by_its_index(tmp_path):
     data["records"][0]["verdict"] = "FAST"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="record 0: .*unknown verdict"):
+    with pytest.raises(ValueError, match=r"records\[0\]\.verdict: 'FAST' is not one of"):
         machine_records.read_results(path)
     path.write_text("{")
     with pytest.raises(ValueError, match="not JSON"):
@@ -210,13 +264,13 @@ def test_machine_facts_keeps_a_positive_thread_count():
 # The machine id off x86 Linux (issue 31 part 2): an Apple-silicon Mac was once named
 # "arm-no-avx2" (cpu_flags read /proc/cpuinfo only, platform.processor() says "arm").
 def as_machine(monkeypatch, tmp_path, *, system, machine, caps, brand="", mps=False):
-    monkeypatch.setattr(env, "CPUINFO", tmp_path / "absent")
-    monkeypatch.setattr(env.platform, "system", lambda: system)
-    monkeypatch.setattr(env.platform, "machine", lambda: machine)
-    monkeypatch.setattr(env.platform, "processor", lambda: "arm" if "arm" in machine else "")
-    monkeypatch.setattr(env, "_torch_capabilities", lambda: dict(caps))
+    monkeypatch.setattr(env_cpu, "CPUINFO", tmp_path / "absent")
+    monkeypatch.setattr(env_cpu.platform, "system", lambda: system)
+    monkeypatch.setattr(env_cpu.platform, "machine", lambda: machine)
+    monkeypatch.setattr(env_cpu.platform, "processor", lambda: "arm" if "arm" in machine else "")
+    monkeypatch.setattr(env_cpu, "_torch_capabilities", lambda: dict(caps))
     monkeypatch.setattr(
-        env.subprocess,
+        env_cpu.subprocess,
         "run",
         lambda args, **kw: subprocess.CompletedProcess(args, 0 if brand else 1, brand, ""),
     )

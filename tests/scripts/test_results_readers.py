@@ -14,10 +14,11 @@ import time
 
 import pytest
 
-from scripts.book import machine_records, run_notebooks
+from scripts.book import chapter_run, machine_records, run_notebooks
 from scripts.compat import outcome as compat_outcome
 from scripts.compat import schema as compat_schema
 from scripts.results import check as results_check
+from scripts.results import json_file
 from scripts.results import machines as results_machines
 from scripts.results import schema as results_schema
 from tricks_helpers import bench, claims, fields
@@ -104,16 +105,16 @@ def test_read_json_refuses_and_names_the_file(tmp_path, text, said):
     path = tmp_path / "x-survey.json"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=f"x-survey.json: {said}"):
-        results_schema.read_json(path)
+        json_file.read_json(path)
 
 
 def test_read_json_names_the_file_on_bad_bytes_and_refuses_a_folder(tmp_path):
     (tmp_path / "bad.json").write_bytes(b'{"a": "\xff"}')
     with pytest.raises(ValueError, match="bad.json: not UTF-8"):
-        results_schema.read_json(tmp_path / "bad.json")
-    with pytest.raises(ValueError, match="'d.json' is a directory"):
+        json_file.read_json(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="^d.json: is a directory"):
         (tmp_path / "d.json").mkdir()
-        results_schema.read_json(tmp_path / "d.json")
+        json_file.read_json(tmp_path / "d.json")
 
 
 def test_a_repeated_key_in_a_contributed_file_is_refused(tmp_path):
@@ -129,21 +130,72 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     path = tmp_path / "x-survey.json"
     os.mkfifo(path)
     code = (
-        "import sys\nfrom scripts.results import schema\n"
-        "try:\n    schema.read_json(sys.argv[1])\nexcept ValueError as e:\n    print(e)\n"
+        "import sys\nfrom scripts.results import json_file\n"
+        "try:\n    json_file.read_json(sys.argv[1])\nexcept ValueError as e:\n    print(e)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
     )
-    assert "'x-survey.json' is a FIFO, not a regular file" in done.stdout
+    assert done.stdout == "x-survey.json: is a FIFO, not a regular file; nothing was read\n"
 
 
 def test_a_file_over_the_bound_is_refused_before_it_is_read(tmp_path):
     path = tmp_path / "x-survey.json"
     with open(path, "wb") as f:
         f.truncate(20 * 2**20)  # 20 MB, sparse
-    with pytest.raises(ValueError, match="x-survey.json: 'x-survey.json' holds 20,971,520"):
-        results_schema.read_json(path)
+    with pytest.raises(ValueError, match="^x-survey.json: holds 20,971,520"):
+        json_file.read_json(path)
+
+
+def _plant(tmp_path, kind):
+    path = tmp_path / "torch-2.13.0.json"  # a compat record's name; any reader reads it
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "over the bound":
+        with open(path, "wb") as f:
+            f.truncate(5 * 2**20)
+    elif kind == "bad bytes":
+        path.write_bytes(b'{"a": "\xff"}')
+    elif kind == "not JSON":
+        path.write_text("{")
+    elif kind == "repeated key":
+        path.write_text('{"a": 1, "a": 2}')
+    elif kind == "not a results file":
+        path.write_text('{"a": 1}')
+    return path  # "missing": nothing planted
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "fifo",
+        "folder",
+        "over the bound",
+        "bad bytes",
+        "not JSON",
+        "repeated key",
+        "not a results file",
+        "missing",
+    ],
+)
+def test_every_reader_names_the_file_once(tmp_path, kind, capsys):
+    """Issue 42: an error names the file once (it said ``a.json: 'a.json' is a FIFO``)."""
+    from scripts.compat import records as compat_records
+
+    path = _plant(tmp_path, kind)
+    readers = [machine_records.read_results, results_check.check_file, compat_records.read_record]
+    if kind != "not a results file":
+        readers.append(json_file.read_json)
+    for read in readers:
+        with pytest.raises((TypeError, ValueError, FileNotFoundError)) as caught:
+            read(path)
+        said = str(caught.value)
+        assert said.count(path.name) == 1, (read.__name__, said)
+    assert results_check.main([str(path)]) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.count(path.name) == 1, line
 
 
 # ------------------------------------------------------------ the page reads as the check does
@@ -194,7 +246,7 @@ def test_a_ten_thousand_record_survey_is_refused_quickly(tmp_path):
 
 def test_write_json_never_shares_a_temporary(tmp_path):
     (tmp_path / "a.json.tmp").mkdir()  # the old fixed temporary name, taken
-    results_schema.write_json(tmp_path / "a.json", {"x": 1})
+    json_file.write_json(tmp_path / "a.json", {"x": 1})
     assert json.loads((tmp_path / "a.json").read_text()) == {"x": 1}
 
 
@@ -232,7 +284,7 @@ def test_a_chapter_whose_claims_the_file_refuses_fails_alone_and_the_rest_are_wr
             "evidence": "e",
             "measured": False,
         }
-        return run_notebooks.Outcome(path.name, 0.1, "", [c.record(chapter=path.stem)], [claim])
+        return chapter_run.Outcome(path.name, 0.1, "", [c.record(chapter=path.stem)], [claim])
 
     paths = [tmp_path / "book" / f"{n}.ipynb" for n in ("01_a", "02_b", "03_c")]
     outcomes, (path,) = run_notebooks.run(paths, "survey", runner=run, measure=lambda: LIMITS)
@@ -246,7 +298,7 @@ def test_a_chapter_whose_claims_the_file_refuses_fails_alone_and_the_rest_are_wr
 def test_a_claim_line_with_a_tab_fails_its_chapter_as_it_is_read(tmp_path, make_claim):
     path = tmp_path / "c.claims.jsonl"
     path.write_text(json.dumps(make_claim(chapter="01_a", evidence="a\tb")) + "\n")
-    claims_read, problem = run_notebooks.read_chapter_claims(path, "01_a")
+    claims_read, problem = chapter_run.read_chapter_claims(path, "01_a")
     assert claims_read == [] and "evidence must be one line" in problem
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from scripts.book import machine_records
 from scripts.results import check as results_check
+from scripts.results import json_file, retired_verdict
 from scripts.results import machines as results_machines
 from scripts.results import page as results_page
 from scripts.results import schema as results_schema
@@ -111,7 +112,8 @@ BAD = [
         ValueError,
         "coverage 0.5 but 15 rounds give 0.96",
     ),
-    ("ratio NaN", _record(ratio=math.nan), ValueError, "ratio"),
+    # the schema says it: NaN is no JSON number, so a wrong type (one definition, issue 42)
+    ("ratio NaN", _record(ratio=math.nan), TypeError, r"records\[0\]\.ratio"),
     ("label with a newline", _record(label="a\nb"), ValueError, "label"),
     ("why a number", _record(why=3), TypeError, "why"),
     ("device a tag", _record(device="<b>cpu</b>"), ValueError, "device"),
@@ -148,9 +150,9 @@ def test_nan_in_a_file_is_not_json(tmp_path):
 def test_write_json_replaces_whole_and_reads_back(tmp_path):
     path = tmp_path / "r.json"
     path.write_text("old")
-    assert results_schema.write_json(path, {"b": 1, "a": [0.5]}) == path
+    assert json_file.write_json(path, {"b": 1, "a": [0.5]}) == path
     assert path.read_text(encoding="utf-8") == '{\n "a": [\n  0.5\n ],\n "b": 1\n}\n'
-    assert results_schema.read_json(path) == {"a": [0.5], "b": 1}
+    assert json_file.read_json(path) == {"a": [0.5], "b": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary left behind
 
 
@@ -337,7 +339,7 @@ def test_the_stored_results_pass_the_check_command(repo_root, capsys):
         (lambda d, p: p.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
         (lambda d, p: p.write_text(json.dumps({**d, "source": "book"})), "must be named"),
         (lambda d, p: p.write_text(json.dumps({**d, "extra": 1})), "Additional properties"),
-        (lambda d, p: os.truncate(p, results_schema.MAX_FILE_BYTES + 1), "more than 4,194,304"),
+        (lambda d, p: os.truncate(p, json_file.MAX_FILE_BYTES + 1), "more than 4,194,304"),
     ],
 )
 def test_check_command_names_the_file_and_the_first_failed_check(tmp_path, capsys, plant, match):
@@ -360,7 +362,7 @@ def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path,
         results_check.check_file(link)
     with pytest.raises(ValueError, match="not a regular file"):
         results_check.check_file(tmp_path)
-    with pytest.raises(ValueError, match="'absent.json': no such file"):
+    with pytest.raises(ValueError, match="^absent.json: no such file"):
         results_check.check_file(tmp_path / "absent.json")
     one = write(tmp_path, results("book", threads=2))
     two = write(tmp_path, results("book", threads=4))
@@ -375,17 +377,17 @@ def test_check_command_refuses_links_folders_a_book_file_and_two_books(tmp_path,
 def test_a_file_of_the_three_verdict_book_is_read_with_four(tmp_path):
     data = results(times=(1e-3, 1e-3))
     assert data["records"][0]["verdict"] == "SAME"
-    data["records"][0]["verdict"] = results_schema.RETIRED_VERDICT
+    data["records"][0]["verdict"] = retired_verdict.RETIRED_VERDICT
     with pytest.raises(ValueError, match="verdict"):  # the checks know four words only
         results_schema.check_results(copy.deepcopy(data), "old")
     path = tmp_path / "test-avx2-only-2t.json"
     path.write_text(json.dumps(data))
     assert machine_records.read_results(path)["records"][0]["verdict"] == "SAME"
-    assert results_schema.redecide("NO CLEAR DIFFERENCE", 0.83, 0.97) == "UNDECIDED"
-    assert results_schema.redecide("NO CLEAR DIFFERENCE", 1.10, 1.2) == "UNDECIDED"  # rounded
-    assert results_schema.redecide("FASTER", 1.2, 1.3) == "FASTER"
+    assert retired_verdict.redecide("NO CLEAR DIFFERENCE", 0.83, 0.97) == "UNDECIDED"
+    assert retired_verdict.redecide("NO CLEAR DIFFERENCE", 1.10, 1.2) == "UNDECIDED"  # rounded
+    assert retired_verdict.redecide("FASTER", 1.2, 1.3) == "FASTER"
     with pytest.raises(ValueError, match="is no verdict"):
-        results_schema.redecide("QUICKER", 1.2, 1.3)
+        retired_verdict.redecide("QUICKER", 1.2, 1.3)
     for path in sorted((Path(__file__).parents[2] / "results").glob("*.json")):
         stored = json.loads(path.read_text())["records"]  # the stored files were upgraded
-        assert results_schema.RETIRED_VERDICT not in {r["verdict"] for r in stored}, path.name
+        assert retired_verdict.RETIRED_VERDICT not in {r["verdict"] for r in stored}, path.name

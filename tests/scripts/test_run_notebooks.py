@@ -7,7 +7,7 @@ import json
 import nbformat
 import pytest
 
-from scripts.book import machine_records, run_notebooks
+from scripts.book import chapter_run, machine_records, run_notebooks
 from scripts.book.notebook_run import Execution, execute_notebook
 from tricks_helpers import bench
 from tricks_helpers.bench import records
@@ -33,14 +33,14 @@ def stub(label="x", error=""):
 
     def run(path, write, timeout):
         c = bench.comparison_from_times(label, [2e-3] * 6, [1e-3] * 6, threads=1, show=False)
-        return run_notebooks.Outcome(path.name, 0.1, error, [c.record(chapter=path.stem)])
+        return chapter_run.Outcome(path.name, 0.1, error, [c.record(chapter=path.stem)])
 
     return run
 
 
 def test_outcome_lines_and_summary():
-    ok = run_notebooks.Outcome("01_a.ipynb", 1.25)
-    bad = run_notebooks.Outcome("02_bb.ipynb", 3.0, "code cell 4: ValueError: x")
+    ok = chapter_run.Outcome("01_a.ipynb", 1.25)
+    bad = chapter_run.Outcome("02_bb.ipynb", 3.0, "code cell 4: ValueError: x")
     text = run_notebooks.summary([ok, bad])
     lines = text.splitlines()
     assert lines[0].startswith("summary: torch ")
@@ -71,7 +71,7 @@ def test_a_survey_keeps_finished_chapters_past_an_unreadable_notebook_and_a_torn
     tmp_path, monkeypatch, capsys
 ):
     """Issue 32: one unreadable notebook or a kernel dying mid-record lost the whole survey."""
-    monkeypatch.setattr(run_notebooks, "execute_notebook", fake_execute)
+    monkeypatch.setattr(chapter_run, "execute_notebook", fake_execute)
     book = tmp_path / "book"
     book.mkdir()
     for name in ("01_ok", "02_unreadable", "03_died", "04_ok"):
@@ -109,7 +109,7 @@ def test_a_crashing_runner_fails_its_chapter_only(tmp_path):
 
 def test_chapter_records_keep_every_valid_line_and_name_the_rest(tmp_path):
     f = tmp_path / "01_a.jsonl"
-    assert run_notebooks.read_chapter_records(f, "01_a") == ([], "")
+    assert chapter_run.read_chapter_records(f, "01_a") == ([], "")
     f.write_text(
         record_line("01_a", "one")
         + "not json\n"
@@ -117,7 +117,7 @@ def test_chapter_records_keep_every_valid_line_and_name_the_rest(tmp_path):
         + "\n"
         + record_line("01_a", "two")
     )
-    recs, problem = run_notebooks.read_chapter_records(f, "01_a")
+    recs, problem = chapter_run.read_chapter_records(f, "01_a")
     assert [r["label"] for r in recs] == ["one", "two"]
     assert problem.startswith("record line 2 dropped: Expecting value")
     assert problem.endswith("record line 3 names chapter '09_z'")
@@ -280,12 +280,12 @@ def test_chapter_claims_keep_the_valid_lines_and_name_the_rest(tmp_path, make_cl
     path.write_text(
         json.dumps(good) + "\n" + json.dumps({**good, "chapter": "02"}) + '\n{"key": 1}\nnot\n'
     )
-    claims, problem = run_notebooks.read_chapter_claims(path, "01_c")
+    claims, problem = chapter_run.read_chapter_claims(path, "01_c")
     assert claims == [good]
     assert problem == (
         "claim line 2 names chapter '02'; claim line 3 is not a claim; claim line 4 is not JSON"
     )
-    assert run_notebooks.read_chapter_claims(tmp_path / "none.jsonl", "x") == ([], "")
+    assert chapter_run.read_chapter_claims(tmp_path / "none.jsonl", "x") == ([], "")
 
 
 def test_results_files_refuse_a_claim_of_an_unlisted_chapter_or_a_repeated_key(
@@ -311,12 +311,12 @@ def test_a_capped_run_keeps_its_own_inductor_cache(tmp_path):
     # kernels compiled under ATEN_CPU_CAPABILITY=default were reused by later uncapped runs
     # (chapter 06's compiled GELU at 0.6x eager): a capped run compiles into its own folder
     capped = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "AVX"}
-    env = run_notebooks.records_env(tmp_path / "r.json", "01_x", capped)
-    folder = env[run_notebooks.INDUCTOR_CACHE_ENV]
+    env = chapter_run.records_env(tmp_path / "r.json", "01_x", capped)
+    folder = env[chapter_run.INDUCTOR_CACHE_ENV]
     assert "capped" in folder and "aten_cpu_capability_default" in folder
     assert "onednn_max_cpu_isa_avx" in folder
-    plain = run_notebooks.records_env(tmp_path / "r.json", "01_x", {})
-    assert run_notebooks.INDUCTOR_CACHE_ENV not in plain
-    chosen = {**capped, run_notebooks.INDUCTOR_CACHE_ENV: "/somewhere"}
-    env = run_notebooks.records_env(tmp_path / "r.json", "01_x", chosen)
-    assert env[run_notebooks.INDUCTOR_CACHE_ENV] == "/somewhere"
+    plain = chapter_run.records_env(tmp_path / "r.json", "01_x", {})
+    assert chapter_run.INDUCTOR_CACHE_ENV not in plain
+    chosen = {**capped, chapter_run.INDUCTOR_CACHE_ENV: "/somewhere"}
+    env = chapter_run.records_env(tmp_path / "r.json", "01_x", chosen)
+    assert env[chapter_run.INDUCTOR_CACHE_ENV] == "/somewhere"
