@@ -17,9 +17,10 @@ on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
   this is the only way stored outputs are made. The first failure stops the run (unless
   ``--keep-going``) and leaves that notebook untouched. The records of the chapters that ran
   replace theirs in ``results/<machine-id>.json`` (source ``"book"``: the reference run the
-  results page and ``--compare`` read), with this machine's limits
-  (:func:`tricks_helpers.limits.measure_limits`, about 2.5 s, measured once before the first
-  notebook).
+  results page and ``--compare`` read), with this machine's limits (:func:`run_limits`: the
+  ones its results file recorded, else measured once before the first notebook, about 10 s;
+  every chapter reads the same set through ``tricks_helpers.limits.machine_limits``, and each
+  limit is raised after the run to the fastest rate any chapter held against it).
 - ``try`` (``--no-write``): nothing is written, neither notebook nor records:
   it checks that every chapter still runs, e.g. under another torch.
 - ``survey`` (``--survey``, ``make survey``): nothing under ``book/`` is written; every chapter
@@ -72,6 +73,7 @@ from tricks_helpers._io import atomic_target
 from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, SCHEMA_VERSION, validate_record
 from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV, STATUSES
 from tricks_helpers.fields import CLAIM, RECORD, check_text, check_texts, one_line
+from tricks_helpers.limits import LIMITS_ENV, PROBE_VERSION, RATES_ENV
 
 MODES = ("book", "try", "survey")
 
@@ -86,6 +88,7 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
     nb: Any = field(default=None, repr=False, compare=False)  # the executed notebook, or None
+    rates: dict[str, float] = field(default_factory=dict)  # limit name -> fastest rate held
 
     @property
     def ok(self) -> bool:
@@ -116,6 +119,7 @@ def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None
         **(os.environ if base is None else base),
         RECORDS_ENV: str(records_file),
         CLAIMS_ENV: str(claims_file(records_file)),
+        RATES_ENV: str(rates_file(records_file)),
         CHAPTER_ENV: chapter,
     }
     return {**env, **inductor_cache_env(env)}
@@ -145,6 +149,29 @@ def inductor_cache_env(environ: Mapping[str, str]) -> dict[str, str]:
 def claims_file(records_file: Path) -> Path:
     """Where a chapter's claims go: beside its records file, ``<stem>.claims.jsonl``."""
     return Path(records_file).with_suffix(".claims.jsonl")
+
+
+def rates_file(records_file: Path) -> Path:
+    """Where a chapter's rates go (``tricks_helpers.limits``): ``<stem>.rates.jsonl``."""
+    return Path(records_file).with_suffix(".rates.jsonl")
+
+
+def read_chapter_rates(path: Path, chapter: str) -> dict[str, float]:
+    """Limit name -> the fastest rate one chapter held against that limit (its lines of
+    :data:`tricks_helpers.limits.RATES_ENV`'s file); lines cut off, not JSON, another
+    chapter's or without a positive finite rate are skipped. A missing file holds none."""
+    if not path.exists():
+        return {}
+    out: dict[str, float] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
+        try:
+            item = json.loads(line)
+            name, rate = item["name"], float(item["rate"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        if item.get("chapter") == chapter and isinstance(name, str) and 0 < rate < float("inf"):
+            out[name] = max(out.get(name, 0.0), rate)
+    return out
 
 
 def read_chapter_claims(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
@@ -231,6 +258,7 @@ def run_chapter(
         done = execute_notebook(path, timeout=timeout, env=env)
         records, problem = read_chapter_records(records_file, path.stem)
         claims, claim_problem = read_chapter_claims(claims_file(records_file), path.stem)
+        rates = read_chapter_rates(rates_file(records_file), path.stem)
         problem = "; ".join(p for p in (problem, claim_problem) if p)
     if write and done.ok and not problem:
         import nbformat
@@ -238,7 +266,7 @@ def run_chapter(
         with atomic_target(path) as tmp_path:  # a unique temporary, then a rename
             nbformat.write(done.nb, tmp_path)
     error = "; ".join(e for e in (done.error, problem) if e)
-    return Outcome(path.name, done.seconds, error, records, claims, done.nb)
+    return Outcome(path.name, done.seconds, error, records, claims, done.nb, rates)
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -310,7 +338,112 @@ def run(
     source = "book" if mode == "book" else "survey"
     machine = None if mode == "try" else machine_facts()
     check_before_running(paths, source, results, machine)
-    limits = None if mode == "try" else limits_record((measure or _measure_limits)())
+    limits = None
+    if machine is not None and paths:
+        limits = run_limits(
+            results_path(_folder(paths[0], results), machine["id"], source), measure
+        )
+    with _limits_handed(limits, machine, source):
+        outcomes = _run_each(paths, mode, machine, source, keep_going, timeout, runner)
+    print(summary(outcomes), flush=True)
+    if mode == "try" or not outcomes:
+        return outcomes, []
+    limits = raise_limits(limits, outcomes)
+    folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
+    for path, outcome in zip(paths, outcomes):
+        if outcome.ok or mode == "survey":
+            folder = _folder(path, results)
+            folders.setdefault(folder, []).append(outcome)
+    written = [
+        write_records(outs, folder, source, limits, machine) for folder, outs in folders.items()
+    ]
+    return outcomes, written
+
+
+def run_limits(target: Path, measure: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """The machine's one set of limits for a run: ``target``'s recorded ones where that results
+    file holds limits of this probe (``probe`` = ``tricks_helpers.limits.PROBE_VERSION``),
+    else measured now (``measure``, default ``measure_limits``) and recorded by the run."""
+    old = read_results(target) if target.exists() else {}
+    recorded = old.get("limits")
+    if recorded is not None and recorded.get("probe") == PROBE_VERSION:
+        print(f"limits: recorded for this machine in {target.name}", flush=True)
+        return dict(recorded)
+    print("limits: measuring this machine's (once; every chapter reads them) ...", flush=True)
+    return limits_record((measure or _measure_limits)())
+
+
+def raise_limits(
+    limits: Mapping[str, Any] | None, outcomes: list[Outcome]
+) -> dict[str, Any] | None:
+    """``limits`` with each chapter's rates (:attr:`Outcome.rates`) in ``observed`` and each
+    limit raised to the fastest rate any chapter held against it: a limit is the highest rate
+    observed on the machine. A raise is printed (the chapters that printed the old value must
+    be executed again to print the new one)."""
+    if limits is None:
+        return None
+    out = {**limits, "matmul": dict(limits["matmul"]), "where": dict(limits.get("where", {}))}
+    observed = {k: dict(v) for k, v in limits.get("observed", {}).items()}
+    for outcome in outcomes:
+        if outcome.rates:
+            observed[outcome.stem] = {k: float(v) for k, v in sorted(outcome.rates.items())}
+        elif outcome.ok:
+            observed.pop(outcome.stem, None)
+    for chapter, rates in sorted(observed.items()):
+        for name, rate in rates.items():
+            now = out["bandwidth"] if name == "bandwidth" else out["matmul"].get(name)
+            if now is None or rate <= now:
+                continue
+            print(f"limits: {name} raised by {chapter} ({rate / now:.3g}x the recorded one)")
+            if name == "bandwidth":
+                out["bandwidth"] = rate
+            else:
+                out["matmul"][name], out["where"][name] = rate, chapter
+    if observed:
+        out["observed"] = dict(sorted(observed.items()))
+    return out
+
+
+class _limits_handed:
+    """While running: ``LIMITS_ENV`` names a file holding ``limits`` (and the results file they
+    belong to), so that every chapter's ``machine_limits`` returns this one set."""
+
+    def __init__(self, limits: Mapping[str, Any] | None, machine: Any, source: str) -> None:
+        self.data = None
+        if limits is not None:
+            name = results_path(Path("results"), machine["id"], source).as_posix()
+            self.data = {"file": name, "limits": dict(limits)}
+        self.tmp: Any = None
+        self.old: str | None = None
+
+    def __enter__(self) -> None:
+        if self.data is None:
+            return
+        self.tmp = tempfile.TemporaryDirectory(prefix="limits-")
+        path = Path(self.tmp.name) / "limits.json"
+        path.write_text(json.dumps(self.data), encoding="utf-8")
+        self.old = os.environ.get(LIMITS_ENV)
+        os.environ[LIMITS_ENV] = str(path)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.tmp is None:
+            return
+        if self.old is None:
+            os.environ.pop(LIMITS_ENV, None)
+        else:
+            os.environ[LIMITS_ENV] = self.old
+        self.tmp.cleanup()
+
+
+def _run_each(
+    paths: list[Path],
+    mode: str,
+    machine: Any,
+    source: str,
+    keep_going: bool,
+    timeout: int,
+    runner: Callable[..., Outcome],
+) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for path in paths:
         print(f"executing {path.name} ...", flush=True)
@@ -328,18 +461,7 @@ def run(
         )
         if not outcome.ok and not keep_going:
             break
-    print(summary(outcomes), flush=True)
-    if mode == "try" or not outcomes:
-        return outcomes, []
-    folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
-    for path, outcome in zip(paths, outcomes):
-        if outcome.ok or mode == "survey":
-            folder = _folder(path, results)
-            folders.setdefault(folder, []).append(outcome)
-    written = [
-        write_records(outs, folder, source, limits, machine) for folder, outs in folders.items()
-    ]
-    return outcomes, written
+    return outcomes
 
 
 def _folder(path: Path, results: Path | None) -> Path:

@@ -224,6 +224,26 @@ _LIMITS = {
             "propertyNames": _NAME,
             "additionalProperties": _text(300),
         },
+        # issue 39 (tricks_helpers.limits): the probe's version, the kernel that reached each
+        # limit, and the fastest rate each chapter held against a limit (chapter -> name -> /s)
+        "probe": _COUNT,
+        "where": {
+            "type": "object",
+            "maxProperties": 32,
+            "propertyNames": _NAME,
+            "additionalProperties": _text(200),
+        },
+        "observed": {
+            "type": "object",
+            "maxProperties": 1000,
+            "propertyNames": _text(100, 1, CHAPTER_PATTERN),
+            "additionalProperties": {
+                "type": "object",
+                "maxProperties": 33,
+                "propertyNames": _NAME,
+                "additionalProperties": _POSITIVE,
+            },
+        },
     },
 }
 
