@@ -343,12 +343,12 @@ def run(
         limits = run_limits(
             results_path(_folder(paths[0], results), machine["id"], source), measure
         )
-    with _limits_handed(limits, machine, source):
-        outcomes = _run_each(paths, mode, machine, source, keep_going, timeout, runner)
+    with _limits_handed(limits, machine, source) as handed:
+        outcomes = _run_each(paths, mode, machine, source, keep_going, timeout, runner, handed)
     print(summary(outcomes), flush=True)
     if mode == "try" or not outcomes:
         return outcomes, []
-    limits = raise_limits(limits, outcomes)
+    limits = handed.limits
     folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
     for path, outcome in zip(paths, outcomes):
         if outcome.ok or mode == "survey":
@@ -361,16 +361,31 @@ def run(
 
 
 def run_limits(target: Path, measure: Callable[[], Any] | None = None) -> dict[str, Any]:
-    """The machine's one set of limits for a run: ``target``'s recorded ones where that results
-    file holds limits of this probe (``probe`` = ``tricks_helpers.limits.PROBE_VERSION``),
-    else measured now (``measure``, default ``measure_limits``) and recorded by the run."""
+    """The machine's one set of limits for a run, measured once before the first chapter
+    (``measure``, default ``measure_limits``) and handed to every chapter: where ``target``
+    recorded limits of this probe (``probe`` = ``tricks_helpers.limits.PROBE_VERSION``), each
+    limit is the higher of the recorded one and the new probe's (a limit is the highest rate
+    observed on the machine: a probe measured on a loaded machine never lowers it), with the
+    chapters' observed rates kept."""
     old = read_results(target) if target.exists() else {}
     recorded = old.get("limits")
-    if recorded is not None and recorded.get("probe") == PROBE_VERSION:
-        print(f"limits: recorded for this machine in {target.name}", flush=True)
-        return dict(recorded)
-    print("limits: measuring this machine's (once; every chapter reads them) ...", flush=True)
-    return limits_record((measure or _measure_limits)())
+    print("limits: measuring this machine's (every chapter reads this one set) ...", flush=True)
+    new = limits_record((measure or _measure_limits)())
+    if recorded is None or recorded.get("probe") != PROBE_VERSION:
+        return new
+    out = {**recorded, "matmul": dict(recorded["matmul"]), "where": dict(recorded.get("where", {}))}
+    out["bandwidth"] = max(recorded["bandwidth"], new["bandwidth"])
+    for name, rate in new["matmul"].items():
+        if rate > out["matmul"].get(name, 0.0):
+            out["matmul"][name], out["where"][name] = rate, new["where"].get(name, "")
+    out["skipped"] = {k: v for k, v in new["skipped"].items() if k not in out["matmul"]}
+    raised = [k for k in ("bandwidth", *out["matmul"]) if _limit(out, k) > _limit(recorded, k)]
+    print(f"limits: recorded in {target.name}; raised by the new probe: {raised or 'none'}")
+    return out
+
+
+def _limit(limits: Mapping[str, Any], name: str) -> float:
+    return limits["bandwidth"] if name == "bandwidth" else limits["matmul"].get(name, 0.0)
 
 
 def raise_limits(
@@ -409,21 +424,31 @@ class _limits_handed:
     belong to), so that every chapter's ``machine_limits`` returns this one set."""
 
     def __init__(self, limits: Mapping[str, Any] | None, machine: Any, source: str) -> None:
-        self.data = None
-        if limits is not None:
-            name = results_path(Path("results"), machine["id"], source).as_posix()
-            self.data = {"file": name, "limits": dict(limits)}
+        self.limits = None if limits is None else dict(limits)
+        self.file = ""
+        if machine is not None:
+            self.file = results_path(Path("results"), machine["id"], source).as_posix()
         self.tmp: Any = None
         self.old: str | None = None
 
-    def __enter__(self) -> None:
-        if self.data is None:
-            return
+    def update(self, outcome: Outcome) -> None:
+        """Raise the handed set to ``outcome``'s rates (:func:`raise_limits`): the chapters
+        after it read the raised set."""
+        self.limits = raise_limits(self.limits, [outcome])
+        if self.tmp is not None:
+            path = Path(self.tmp.name) / "limits.json"
+            data = {"file": self.file, "limits": self.limits}
+            path.write_text(json.dumps(data), encoding="utf-8")
+
+    def __enter__(self) -> _limits_handed:
+        if self.limits is None:
+            return self
         self.tmp = tempfile.TemporaryDirectory(prefix="limits-")
         path = Path(self.tmp.name) / "limits.json"
-        path.write_text(json.dumps(self.data), encoding="utf-8")
+        path.write_text(json.dumps({"file": self.file, "limits": self.limits}), encoding="utf-8")
         self.old = os.environ.get(LIMITS_ENV)
         os.environ[LIMITS_ENV] = str(path)
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         if self.tmp is None:
@@ -443,6 +468,7 @@ def _run_each(
     keep_going: bool,
     timeout: int,
     runner: Callable[..., Outcome],
+    handed: _limits_handed,
 ) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for path in paths:
@@ -453,6 +479,7 @@ def _run_each(
             outcome = Outcome(path.name, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0])
         if machine is not None:
             check_outcome(outcome, machine, source)
+        handed.update(outcome)
         outcomes.append(outcome)
         print(
             f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
