@@ -557,9 +557,10 @@ def machine_limits(
     Every chapter calls this (never :func:`measure_limits` itself), so that one machine prints
     one set of limits (issue 39). Under the book's runner :data:`LIMITS_ENV` names a file
     holding the machine's recorded limits (:meth:`Limits.record`, plus the results file they
-    come from): those are returned, all their dtypes, and ``dtypes``/``budget_s`` are unused.
-    Otherwise (Colab, a plain Jupyter, nbval) the limits of ``dtypes`` are measured
-    (:func:`measure_limits`); the first ``[hardware]`` line of :meth:`Limits.lines` says which.
+    come from): those of ``dtypes`` are returned (``budget_s`` is unused). Otherwise (Colab, a
+    plain Jupyter, nbval) the limits of ``dtypes`` are measured (:func:`measure_limits`). Both
+    print the same lines, with numbers (:meth:`Limits.lines`, masked as machine facts); the
+    first says which.
 
     Raises:
         ValueError: a recorded-limits file that cannot be read or holds no valid limits (named).
@@ -573,6 +574,14 @@ def machine_limits(
         data = json.loads(Path(target).read_text(encoding="utf-8"))
         check_type("machine_limits", "recorded limits", data, dict)
         lim = Limits.from_record(data["limits"], f"recorded for this machine ({data['file']})")
+        names = list(dtypes) if not isinstance(dtypes, str) else [dtypes]
+        lim = replace(
+            lim,
+            matmul={k: v for k, v in lim.matmul.items() if k in names},
+            matmul_size={k: v for k, v in lim.matmul_size.items() if k in names},
+            skipped={k: v for k, v in lim.skipped.items() if k in names},
+            where={k: v for k, v in lim.where.items() if k in names},
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(
             f"machine_limits: the recorded limits in {target} are unusable: {exc}"
