@@ -232,3 +232,24 @@ def test_raised_refuses_bad_input(probe):
         probe().raised("x", matmul=[("float32", 1e9)])
     with pytest.raises(TypeError, match="source"):
         probe().raised(3, matmul={})
+
+
+# ---- issue 39: the book's Linear paths, and the record a results file stores
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
+def test_measure_linear_times_the_books_layer_paths(dtype):
+    rate, shape = limits.measure_linear(dtype, budget_s=1e-3, shapes=[(4, 64, 128)])
+    assert rate > 0 and shape == "Linear 4x64->128"
+    with pytest.raises(ValueError, match="must be one of"):
+        limits.measure_linear(torch.float64)
+    with pytest.raises(ValueError, match="no shapes"):
+        limits.measure_linear(torch.float32, shapes=[])
+
+
+def test_a_record_round_trips_and_names_the_kernel(make_limits):
+    lim = make_limits(where={"float32": "Linear 64x1024->4096"})
+    back = limits.Limits.from_record(lim.record(), "recorded for this machine (x)")
+    assert back.matmul == lim.matmul and back.bandwidth == lim.bandwidth
+    assert back.lines()[2] == "[hardware] matmul float32 (Linear 64x1024->4096): ~100 GFLOP/s"
+    assert lim.record()["probe"] == limits.PROBE_VERSION
+    with pytest.raises(ValueError, match="lacks"):
+        limits.Limits.from_record({"threads": 2})

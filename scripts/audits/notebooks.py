@@ -46,6 +46,10 @@ on what makes a stored book untrustworthy or a page unreadable:
   the stored run printed ``NOT HELD HERE`` that the clause does not name (rule
   ``claims-in-tip``); a printed point above its roof, ``~N% of`` a limit, ceiling, roof,
   bandwidth or peak with N > 100 (rule ``roof-upper-bound``).
+- one machine, several limits (``scripts/audits/limits.py``, issue 39): chapters printing
+  different limits, or limits other than their machine's recorded ones (rule
+  ``limits-one-set``); a rate a chapter recorded above its machine's limit (rule
+  ``limits-above-rate``). Run over every chapter only (not when notebooks are named).
 - the recipe and the evidence out of place (``scripts/audits/recipes.py``, issue 30): a cell
   tagged ``recipe`` that uses the book's helpers (rule ``recipe-plain``), no recipe cell or a
   first one past the first fifth of the page (rule ``recipe-first``), a cell that times
@@ -77,6 +81,7 @@ from scripts.audits.device_branches import (
     device_names,
     device_text_problems,
 )
+from scripts.audits.limits import limits_problems
 from scripts.audits.recipes import folding_problems, recipe_problems
 from scripts.book.find_notebooks import ROOT, notebooks_from_args, unlisted_notebooks
 from scripts.book.notebook_cells import output_text, stored_text
@@ -328,8 +333,10 @@ def audit_notebook(
     return result
 
 
-def report(audits: list[Audit], unlisted: list[Path], min_compared: float) -> tuple[str, int]:
-    """The printed report and its number of problems."""
+def report(
+    audits: list[Audit], unlisted: list[Path], min_compared: float, machine: list[str] = ()
+) -> tuple[str, int]:
+    """The printed report and its number of problems (``machine``: the limits rules' hits)."""
     width = max([len(a.name) for a in audits] + [8])
     lines = [
         f"{'notebook':<{width}} {'code':>4} {'out':>4} {'cmp':>4} {'ign':>4} {'skip':>4} "
@@ -346,6 +353,8 @@ def report(audits: list[Audit], unlisted: list[Path], min_compared: float) -> tu
     for path in unlisted:
         lines.append(f"PROBLEM {path.name}: under book/ but not listed in _toc.yml")
         problems += 1
+    lines += [f"PROBLEM {line}" for line in machine]
+    problems += len(machine)
     compared = sum(a.compared for a in audits)
     with_output = sum(a.with_output for a in audits)
     share = compared / with_output if with_output else 1.0
@@ -375,7 +384,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         return 1
     audits = [audit_notebook(p, args.min_compared) for p in paths]
     unlisted = [] if args.notebooks else unlisted_notebooks(root)
-    text, problems = report(audits, unlisted, args.min_compared)
+    machine = [] if args.notebooks else limits_problems(paths, root / "results")
+    text, problems = report(audits, unlisted, args.min_compared, machine)
     print(text)
     return 1 if problems else 0
 

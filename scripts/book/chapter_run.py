@@ -24,6 +24,7 @@ from tricks_helpers._io import atomic_target
 from tricks_helpers.bench.records import CHAPTER_ENV, RECORDS_ENV, validate_record
 from tricks_helpers.claims import CLAIM_FIELDS, CLAIMS_ENV, STATUSES
 from tricks_helpers.fields import CLAIM, check_texts, one_line
+from tricks_helpers.limits import RATES_ENV
 
 __all__ = [
     "Outcome",
@@ -47,6 +48,7 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
     nb: Any = field(default=None, repr=False, compare=False)  # the executed notebook, or None
+    rates: dict[str, float] = field(default_factory=dict)  # limit name -> fastest rate held
 
     @property
     def ok(self) -> bool:
@@ -77,6 +79,7 @@ def records_env(records_file: Path, chapter: str, base: Mapping[str, str] | None
         **(os.environ if base is None else base),
         RECORDS_ENV: str(records_file),
         CLAIMS_ENV: str(claims_file(records_file)),
+        RATES_ENV: str(rates_file(records_file)),
         CHAPTER_ENV: chapter,
     }
     return {**env, **inductor_cache_env(env)}
@@ -106,6 +109,29 @@ def inductor_cache_env(environ: Mapping[str, str]) -> dict[str, str]:
 def claims_file(records_file: Path) -> Path:
     """Where a chapter's claims go: beside its records file, ``<stem>.claims.jsonl``."""
     return Path(records_file).with_suffix(".claims.jsonl")
+
+
+def rates_file(records_file: Path) -> Path:
+    """Where a chapter's rates go (``tricks_helpers.limits``): ``<stem>.rates.jsonl``."""
+    return Path(records_file).with_suffix(".rates.jsonl")
+
+
+def read_chapter_rates(path: Path, chapter: str) -> dict[str, float]:
+    """Limit name -> the fastest rate one chapter held against that limit (its lines of
+    :data:`tricks_helpers.limits.RATES_ENV`'s file); lines cut off, not JSON, another
+    chapter's or without a positive finite rate are skipped. A missing file holds none."""
+    if not path.exists():
+        return {}
+    out: dict[str, float] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
+        try:
+            item = json.loads(line)
+            name, rate = item["name"], float(item["rate"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        if item.get("chapter") == chapter and isinstance(name, str) and 0 < rate < float("inf"):
+            out[name] = max(out.get(name, 0.0), rate)
+    return out
 
 
 def read_chapter_claims(path: Path, chapter: str) -> tuple[list[dict[str, Any]], str]:
@@ -192,6 +218,7 @@ def run_chapter(
         done = execute_notebook(path, timeout=timeout, env=env)
         records, problem = read_chapter_records(records_file, path.stem)
         claims, claim_problem = read_chapter_claims(claims_file(records_file), path.stem)
+        rates = read_chapter_rates(rates_file(records_file), path.stem)
         problem = "; ".join(p for p in (problem, claim_problem) if p)
     if write and done.ok and not problem:
         import nbformat
@@ -199,4 +226,4 @@ def run_chapter(
         with atomic_target(path) as tmp_path:  # a unique temporary, then a rename
             nbformat.write(done.nb, tmp_path)
     error = "; ".join(e for e in (done.error, problem) if e)
-    return Outcome(path.name, done.seconds, error, records, claims, done.nb)
+    return Outcome(path.name, done.seconds, error, records, claims, done.nb, rates)

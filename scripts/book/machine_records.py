@@ -161,18 +161,11 @@ def limits_record(limits: Any) -> dict[str, Any]:
     """The part of a :class:`tricks_helpers.limits.Limits` a results file stores, validated.
 
     Returns:
-        ``{"threads", "cache_bytes", "bandwidth", "matmul", "skipped"}``: bandwidth in
-        bytes/s, ``matmul`` dtype name -> operations/s, ``skipped`` dtype name -> why.
+        ``{"threads", "cache_bytes", "bandwidth", "matmul", "skipped", "probe", "where"}``
+        (:meth:`tricks_helpers.limits.Limits.record`): bandwidth in bytes/s, ``matmul`` dtype
+        name -> operations/s, ``skipped`` dtype name -> why, ``where`` dtype -> the kernel.
     """
-    return validate_limits(
-        {
-            "threads": limits.threads,
-            "cache_bytes": limits.cache_bytes,
-            "bandwidth": float(limits.bandwidth),
-            "matmul": {k: float(v) for k, v in limits.matmul.items()},
-            "skipped": dict(limits.skipped),
-        }
-    )
+    return validate_limits(limits.record())
 
 
 def validate_limits(data: Any, name: str = "limits") -> dict[str, Any]:
@@ -184,10 +177,11 @@ def validate_limits(data: Any, name: str = "limits") -> dict[str, Any]:
     """
     check_type("validate_limits", name, data, dict)
     keys = {"threads", "cache_bytes", "bandwidth", "matmul", "skipped"}
-    if set(data) != keys:
+    optional = {"probe", "where", "observed"}  # issue 39: see tricks_helpers.limits
+    if not keys <= set(data) <= keys | optional:
         raise ValueError(
-            f"{name}: keys must be {sorted(keys)}; missing {sorted(keys - set(data))}, "
-            f"unknown {sorted(set(data) - keys)}"
+            f"{name}: keys must be {sorted(keys)} (optional {sorted(optional)}); missing "
+            f"{sorted(keys - set(data))}, unknown {sorted(set(data) - keys - optional)}"
         )
     check_int("validate_limits", f"{name}.threads", data["threads"], minimum=1)
     check_int("validate_limits", f"{name}.cache_bytes", data["cache_bytes"], minimum=1)

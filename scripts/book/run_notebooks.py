@@ -18,8 +18,10 @@ on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
   ``--keep-going``) and leaves that notebook untouched. The records of the chapters that ran
   replace theirs in ``results/<machine-id>.json`` (source ``"book"``: the reference run the
   results page and ``--compare`` read), with this machine's limits
-  (:func:`tricks_helpers.limits.measure_limits`, about 2.5 s, measured once before the first
-  notebook).
+  (:func:`scripts.book.run_limits.run_limits`: measured once before the first notebook, about
+  10 s, never below the ones its results file recorded;
+  every chapter reads the same set through ``tricks_helpers.limits.machine_limits``, and each
+  limit is raised after the run to the fastest rate any chapter held against it).
 - ``try`` (``--no-write``): nothing is written, neither notebook nor records:
   it checks that every chapter still runs, e.g. under another torch.
 - ``survey`` (``--survey``, ``make survey``): nothing under ``book/`` is written; every chapter
@@ -55,7 +57,6 @@ from scripts.book.chapter_run import Outcome, run_chapter
 from scripts.book.find_notebooks import ROOT, notebooks_from_args
 from scripts.book.machine_records import (
     compare_verdicts,
-    limits_record,
     machine_facts,
     merge_results,
     read_results,
@@ -63,6 +64,7 @@ from scripts.book.machine_records import (
     validate_results,
     write_results,
 )
+from scripts.book.run_limits import _limits_handed, run_limits
 from tricks_helpers.bench.records import SCHEMA_VERSION
 from tricks_helpers.fields import RECORD, check_text
 
@@ -138,27 +140,18 @@ def run(
     source = "book" if mode == "book" else "survey"
     machine = None if mode == "try" else machine_facts()
     check_before_running(paths, source, results, machine)
-    limits = None if mode == "try" else limits_record((measure or _measure_limits)())
-    outcomes: list[Outcome] = []
-    for path in paths:
-        print(f"executing {path.name} ...", flush=True)
-        try:
-            outcome = runner(path, write=mode == "book", timeout=timeout)
-        except Exception as exc:  # one chapter's crash never loses the chapters that finished
-            outcome = Outcome(path.name, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0])
-        if machine is not None:
-            check_outcome(outcome, machine, source)
-        outcomes.append(outcome)
-        print(
-            f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
-            + (f": {outcome.error}" if outcome.error else ""),
-            flush=True,
+    limits = None
+    if machine is not None and paths:
+        limits = run_limits(
+            results_path(_folder(paths[0], results), machine["id"], source),
+            measure or _measure_limits,
         )
-        if not outcome.ok and not keep_going:
-            break
+    with _limits_handed(limits, machine, source) as handed:
+        outcomes = _run_each(paths, mode, machine, source, keep_going, timeout, runner, handed)
     print(summary(outcomes), flush=True)
     if mode == "try" or not outcomes:
         return outcomes, []
+    limits = handed.limits
     folders: dict[Path, list[Outcome]] = {}  # a failed chapter keeps its old book records
     for path, outcome in zip(paths, outcomes):
         if outcome.ok or mode == "survey":
@@ -168,6 +161,37 @@ def run(
         write_records(outs, folder, source, limits, machine) for folder, outs in folders.items()
     ]
     return outcomes, written
+
+
+def _run_each(
+    paths: list[Path],
+    mode: str,
+    machine: Any,
+    source: str,
+    keep_going: bool,
+    timeout: int,
+    runner: Callable[..., Outcome],
+    handed: _limits_handed,
+) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    for path in paths:
+        print(f"executing {path.name} ...", flush=True)
+        try:
+            outcome = runner(path, write=mode == "book", timeout=timeout)
+        except Exception as exc:  # one chapter's crash never loses the chapters that finished
+            outcome = Outcome(path.name, 0.0, f"{type(exc).__name__}: {exc}".splitlines()[0])
+        if machine is not None:
+            check_outcome(outcome, machine, source)
+        handed.update(outcome)
+        outcomes.append(outcome)
+        print(
+            f"  {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s"
+            + (f": {outcome.error}" if outcome.error else ""),
+            flush=True,
+        )
+        if not outcome.ok and not keep_going:
+            break
+    return outcomes
 
 
 def _folder(path: Path, results: Path | None) -> Path:

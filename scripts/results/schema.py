@@ -153,6 +153,26 @@ _LIMITS = {
             "propertyNames": _NAME,
             "additionalProperties": text_schema(300),
         },
+        # issue 39 (tricks_helpers.limits): the probe's version, the kernel that reached each
+        # limit, and the fastest rate each chapter held against a limit (chapter -> name -> /s)
+        "probe": _COUNT,
+        "where": {
+            "type": "object",
+            "maxProperties": 32,
+            "propertyNames": _NAME,
+            "additionalProperties": text_schema(200),
+        },
+        "observed": {
+            "type": "object",
+            "maxProperties": 1000,
+            "propertyNames": text_schema(100, 1, CHAPTER_PATTERN),
+            "additionalProperties": {
+                "type": "object",
+                "maxProperties": 33,
+                "propertyNames": _NAME,
+                "additionalProperties": _POSITIVE,
+            },
+        },
     },
 }
 

@@ -204,6 +204,8 @@ def test_limits_record_keeps_what_a_results_file_stores():
         "bandwidth": 9e9,
         "matmul": {"float32": 5e10},
         "skipped": {},
+        "probe": 2,
+        "where": {"float32": "mm 512^3"},
     }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from scripts.book import chapter_run, machine_records, run_notebooks
 from scripts.book.notebook_run import Execution, execute_notebook
-from tricks_helpers import bench
+from tricks_helpers import bench, limits
 from tricks_helpers.bench import records
 from tricks_helpers.limits import Limits
 
@@ -224,6 +224,8 @@ def test_survey_with_a_stub_runner_writes_and_compare_agrees(tmp_path, capsys):
         "bandwidth": 9e9,
         "matmul": {"float32": 5e10},
         "skipped": {"int8": "x"},
+        "probe": limits.PROBE_VERSION,
+        "where": {"float32": "mm 512^3"},
     }
     assert run_notebooks.reference_file(tmp_path / "ref") == ref
     assert run_notebooks.main(["--compare", str(ref), "--results", str(mine.parent)]) == 0
