@@ -7,5 +7,8 @@ Entry points (``python -m scripts.results.<tool>``):
 
 Libraries: ``schema`` (the one schema of a results file, imported by ``book.machine_records``),
 and the page's parts: ``rows`` (one row per measured comparison), ``machines`` (across machines),
-``claims`` (claims by machine), ``compat`` (chapter by torch release).
+``kinds`` (a machine named by what decides the tricks, each comparison once, stale chapters;
+``python -m scripts.results.kinds FILE COMMIT`` records a survey's chapter code hashes),
+``overview`` (the page's first screen, add your machine, claims and comparisons by machine),
+``compat`` (chapter by torch release).
 """

@@ -39,16 +39,18 @@ _BF16 = {"avx512_bf16", "amx_bf16", "avx_ne_convert", "bf16", "sve_bf16"}
 _VNNI = {"avx512_vnni", "avx_vnni", "amx_int8", "i8mm", "dotprod"}
 _AMX = {"amx_tile", "amx_bf16", "amx_int8"}
 #: the speed-up and interval at the start of a measured claim's evidence
-_MAGNITUDE = re.compile(r"^[A-Z][A-Z ]*?\s+(\d[\d.,]*x \[[^\]]*\])")
+_MAGNITUDE = re.compile(r"(\d[\d.,]*x \[[^\]]*\])")
+#: a claim decided from several comparisons: "2 of 2 FASTER", "4 of 5 not FASTER"
+_COUNTED = re.compile(r"^(\d+ of \d+ (?:not )?[A-Z][A-Z ]*[A-Z])")
 
 
 def _features(f: Mapping[str, Any]) -> dict[str, bool]:
-    isa = set(f["machine"]["isa"])
+    isa = set(f["machine"].get("isa", []))
     return {
         "bf16": bool(isa & _BF16),
         "vnni": bool(isa & _VNNI),
         "amx": bool(isa & _AMX),
-        "gpu": f["machine"]["gpu"] not in ("", "none"),
+        "gpu": f["machine"].get("gpu", "none") not in ("", "none"),
     }
 
 
@@ -56,8 +58,8 @@ def kind_name(f: Mapping[str, Any]) -> str:
     """A machine's short name by what decides the tricks, e.g. ``native bf16 + VNNI, 2 cores``;
     a capped run: ``older-CPU emulation (AVX2 host capped), 2 cores``."""
     m = f["machine"]
-    cores = f"{m['threads']} cores"
-    if m["capped"]:
+    cores = f"{m.get('threads', '?')} cores"
+    if m.get("capped"):
         return f"older-CPU emulation (capped), {cores}"
     ft = _features(f)
     if ft["gpu"]:
@@ -68,7 +70,7 @@ def kind_name(f: Mapping[str, Any]) -> str:
         return f"native bf16{' + VNNI' if ft['vnni'] else ''}, {cores}"
     if ft["vnni"]:
         return f"VNNI, no native bf16, {cores}"
-    return f"{'AVX2' if 'avx2' in m['isa'] else 'no AVX2'} only, {cores}"
+    return f"{'AVX2' if 'avx2' in m.get('isa', []) else 'no AVX2'} only, {cores}"
 
 
 def kind_facts(f: Mapping[str, Any]) -> str:
@@ -127,9 +129,13 @@ def claim_cell(claim: Mapping[str, Any] | None, stale: bool = False) -> str:
     if claim is None:
         return "-"
     text = claim["status"]
-    m = _MAGNITUDE.match(claim.get("evidence", "")) if claim.get("measured") else None
+    evidence = claim.get("evidence", "") if claim.get("measured") else ""
+    m = _MAGNITUDE.search(evidence)
+    counted = _COUNTED.match(evidence)
     if m:
         text += f" {m[1]}"
+    elif counted:
+        text += f" ({counted[1]})"
     return text + (" (stale)" if stale else "")
 
 

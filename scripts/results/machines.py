@@ -20,6 +20,7 @@ from typing import Any
 
 from scripts.book import machine_records
 from scripts.results.check import check_file
+from scripts.results.kinds import kind_name, unique_records
 from scripts.results.schema import check_files
 from tricks_helpers import charts
 from tricks_helpers._io import atomic_target
@@ -110,8 +111,14 @@ def chapters_text(f: dict) -> str:
 
 
 def column_names(files: list[dict]) -> list[str]:
-    """One name per results file: its machine id, ``(book)`` after the reference run's."""
-    return [f["machine"]["id"] + (" (book)" if f["source"] == "book" else "") for f in files]
+    """One name per results file, by what decides the tricks (``kinds.kind_name``), ``(book)``
+    after the reference run's; a second file of one kind gets ``#2``, and so on."""
+    out: list[str] = []
+    for f in files:
+        name = kind_name(f) + (" (book)" if f["source"] == "book" else "")
+        n = sum(o == name or o.startswith(name + " #") for o in out)
+        out.append(name + (f" #{n + 1}" if n else ""))
+    return out
 
 
 def chart_name(chapter: str) -> str:
@@ -125,7 +132,8 @@ def chapter_points(files: list[dict]) -> dict[str, dict[str, dict[str, list]]]:
     chapter is labelled ``label (n+1)``)."""
     out: dict[str, dict[str, dict[str, list]]] = {}
     for name, f in zip(column_names(files), files):
-        for (chapter, label, n), r in machine_records.record_keys(f["records"]).items():
+        records = unique_records(f["records"])  # a comparison recorded under two labels: once
+        for (chapter, label, n), r in machine_records.record_keys(records).items():
             row = out.setdefault(chapter, {}).setdefault(label + (f" ({n + 1})" if n else ""), {})
             row[name] = [r["ratio"], r["lo"], r["hi"], r["verdict"]]
     return out
@@ -241,7 +249,15 @@ def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> 
             differs.append(f"- {cell_text(key[0])}: {cell_text(key[1])}: {pairs}")
     out += ["", "### Differs between machines", ""]
     out += differs or ["No comparison's verdict differs between the recorded machines."]
-    out += ["", "### By chapter", ""]
+    return out + [""] + chart_figures(files, titles)
+
+
+def chart_figures(files: list[dict], titles: dict[str, str] | None = None) -> list[str]:
+    """Each chapter's across-machines chart as a figure (none for fewer than two files)."""
+    want = expected_charts(files, titles or {})
+    if not want:
+        return []
+    out = ["## Speed-ups by machine, by chapter", ""]
     for name, (title, points, _) in expected_charts(files, titles or {}).items():
         out += [
             f"```{{figure}} {name}",
@@ -249,7 +265,7 @@ def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> 
             "its interval per machine (a colour and shape each, hollow where the verdict is no "
             "clear difference), on a logarithmic speed-up axis with the noise threshold dashed.",
             "",
-            f"{cell_text(_plain(title))}: {len(points)} comparisons on {len(names)} machines.",
+            f"{cell_text(_plain(title))}: {len(points)} comparisons on {len(files)} machines.",
             "```",
             "",
         ]
