@@ -95,3 +95,27 @@ def test_the_stored_records_show_each_comparison_once():
         unique = kinds.unique_records(f["records"])
         keys = {(r["chapter"], r["baseline_s"], r["trick_s"], r["lo"], r["hi"]) for r in unique}
         assert len(keys) == len(unique) <= len(f["records"])
+
+
+def test_the_printed_claims_table_becomes_an_html_table_and_anything_else_stays_text():
+    from scripts.results.other_machines import claims_html
+    from tricks_helpers import claims
+
+    book = claims.Claims("x")
+    book.add(claims.from_count("bytes", "int8 is <smaller>", True, "weight bytes 0.25x"))
+    html = claims_html(book.table())
+    assert html.count("<tr>") == 2 and "int8 is &lt;smaller&gt;" in html
+    assert 'class="claim-status claim-held">HELD<' in html
+    assert claims_html("some other output\n") == ""
+
+
+def test_a_chapter_page_gets_every_machine_decision_escaped(claim, tmp_path):
+    from scripts.results.other_machines import chapter_table
+
+    book = results("book", [claim("07_q", "int8", "NOT DECIDED HERE", evidence="no VNNI")])
+    evil = claim("07_q", "int8", "HELD", advice="<script>x</script>")
+    vnni = results("survey", [evil], isa=("avx512_vnni", "avx2"))
+    block = chapter_table("07_q", [book, vnni], tmp_path)
+    assert "<th>VNNI, no native bf16, 2 cores</th>" in block and "<script>" not in block
+    assert "HELD 3.77x [3.64-4.36]" in block
+    assert chapter_table("01_other", [book, vnni], tmp_path) == ""
