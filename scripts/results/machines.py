@@ -1,9 +1,9 @@
-"""The results page's "Across machines" part: every recorded machine side by side (issue 22).
+"""The results files every page reads, and the results page's across-machines charts (issue 22).
 
 Reads the results files under ``results/`` (``scripts/book/machine_records.py``; the book's
-reference run first) and renders one column per machine, headed by its facts and measured
-limits, one line per comparison with each machine's verdict, the list of comparisons whose
-verdict differs between machines, and a chart per chapter with one marker per machine
+reference run first), names each machine by what decides the tricks (:func:`column_names`),
+says its facts, limits and chapters in words (the tables are ``results.overview``'s), and
+draws a chart per chapter with one marker per machine
 (``book/results_machines_<chapter>.svg``: each comparison a row, each machine a colour and
 marker shape, hollow where its verdict is UNDECIDED; the chapter's title is drawn
 inside the figure). Like the page's main chart, each is checked by a digest of its data
@@ -24,7 +24,7 @@ from scripts.results.kinds import kind_name, unique_records
 from scripts.results.schema import check_files
 from tricks_helpers import charts
 from tricks_helpers._io import atomic_target
-from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured, fmt_ratio
+from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured
 
 CHART_GLOB = "results_machines_*.svg"
 _DIGEST_RE = re.compile(r"results-machines-sha256 ([0-9a-f]{64})")
@@ -224,32 +224,6 @@ def write_charts(files: list[dict], titles: dict[str, str], book: Path) -> None:
     for path in book.glob(CHART_GLOB):
         if path.name not in want:
             path.unlink()
-
-
-def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> list[str]:
-    """The side-by-side section: machine facts, each comparison's verdict per machine, differs,
-    then each chapter's chart (``titles``: chapter stem -> its title)."""
-    keyed = [machine_records.record_keys(f["records"]) for f in files]
-    names = column_names(files)
-    out = ["## Across machines", "", "| | " + " | ".join(cell_text(n) for n in names) + " |"]
-    out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
-    out[-1] += " | ".join(cell_text(_machine_facts_text(f)) for f in files) + " |"
-    out.append("| chapters | " + " | ".join(cell_text(chapters_text(f)) for f in files) + " |")
-    differs = []
-    keys = list(dict.fromkeys(k for ks in keyed for k in ks))
-    for key in keys:
-        cells = []
-        for ks in keyed:
-            r = ks.get(key)
-            cells.append(cell_text(f"{r['verdict']} {fmt_ratio(r['ratio'])}x") if r else "-")
-        out.append(f"| {cell_text(key[0] + ': ' + key[1])} | " + " | ".join(cells) + " |")
-        verdicts = {ks[key]["verdict"] for ks in keyed if key in ks}
-        if len(verdicts) > 1:
-            pairs = "; ".join(f"{cell_text(n)} {c}" for n, c in zip(names, cells))
-            differs.append(f"- {cell_text(key[0])}: {cell_text(key[1])}: {pairs}")
-    out += ["", "### Differs between machines", ""]
-    out += differs or ["No comparison's verdict differs between the recorded machines."]
-    return out + [""] + chart_figures(files, titles)
 
 
 def chart_figures(files: list[dict], titles: dict[str, str] | None = None) -> list[str]:

@@ -97,7 +97,7 @@ def render_overview(files: list[dict], root: Path, titles: dict[str, str]) -> li
     diff, other = differing(rows)
     out = ["## Which tricks pay off where", ""]
     for name, f, st in zip(names, files, stale):
-        line = f"- **{cell_text(name)}**: {cell_text(kind_facts(f))}"
+        line = f"- {cell_text(name)}: {cell_text(kind_facts(f))}"
         if st:
             line += f"; stale for {cell_text(', '.join(c[:2] for c in st))} (code changed since)"
         out.append(line + ".")
@@ -199,7 +199,7 @@ def machine_details(files: list[dict]) -> list[str]:
     out = ["## The machines", ""]
     for name, f in zip(headers(files), files):
         out.append(
-            f"- **{cell_text(name)}**: {cell_text(limits_text(f.get('limits')))}; "
+            f"- {cell_text(name)}: {cell_text(limits_text(f.get('limits')))}; "
             f"chapters: {cell_text(chapters_text(f))}."
         )
     return out + [""]

@@ -4,10 +4,11 @@
     python -m scripts.results.page --check    exit 1 if either is stale
 
 Records first: where ``results/`` holds a reference results file (source ``"book"``, written by
-``make execute``, see ``scripts/book/machine_records.py``), every row comes from its records
-(``tricks_helpers.bench.records``) and the page gains a *why* column (the invariant partner);
-with more than one machine's file, an "Across machines" section shows them side by side (one
-column per machine with its facts) and lists the comparisons whose verdict differs. Without a
+``make execute``, see ``scripts/book/machine_records.py``), the page is keyed by kind of
+machine (``results.overview``, issue 40): it opens with which tricks pay off on which kind of
+machine, says how to add a machine, then shows each comparison once with each machine's verdict
+and interval (and its *why* partner), every claim per machine, the machines' facts and a chart
+per chapter; a survey's chapter whose code changed since its commit is marked stale. Without a
 reference file the page falls back to reading the printed lines back (``results_rows``); with
 one, the printed lines are read for each chapter's title and card only. Every results file is
 checked against the results schema (``results_schema``) before anything reads it, and every

@@ -102,7 +102,7 @@ def test_charts_written_checked_and_left_overs_removed(tmp_path):
     ]
 
 
-def test_section_has_columns_differs_and_a_figure_per_chapter():
+def test_a_figure_per_chapter_and_limits_in_words():
     limits = {
         "threads": 4,
         "cache_bytes": 2**25,
@@ -114,10 +114,10 @@ def test_section_has_columns_differs_and_a_figure_per_chapter():
         results("book", 2, [(2e-3, 1e-3)]),
         results("survey", 4, [(1e-3, 1e-3)], limits=limits),
     ]
-    text = "\n".join(results_machines.render_machines(files, {"01_x": "01 · X"}))
-    assert "| | AVX2 only, 2 cores (book) | AVX2 only, 4 cores |" in text
-    assert "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s |" in text
-    assert "### Differs between machines\n\n- 01_x: fusion:" in text
+    text = "\n".join(results_machines.chart_figures(files, {"01_x": "01 · X"}))
+    assert results_machines.limits_text(limits) == (
+        "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s"
+    )
     assert "```{figure} results_machines_01_x.svg\n:alt: 01 · X: one row per comparison" in text
 
 
