@@ -330,39 +330,102 @@ def test_page_renders_everything(name, server, browser):
     page.close()
 
 
-def test_results_page_shows_every_machine_side_by_side(server, browser):
-    """Issue 22: one column per recorded machine, the differs view and a chart per chapter."""
-    from scripts.book.machine_records import record_keys
-    from scripts.results.machines import column_names, expected_charts, machine_files
+#: The widths the results page and the chapters' machine tables are read at (issue 40).
+READ_WIDTHS = {"desktop": {"width": 1366, "height": 768}, "phone": {"width": 390, "height": 844}}
+
+
+def _off_screen(page, selector: str) -> list[str]:
+    """The texts of table cells under ``selector`` whose right edge lies beyond the viewport
+    (none when every column is readable without scrolling sideways)."""
+    return page.locator(selector).evaluate_all(
+        "els => els.filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)"
+        ".map(e => e.innerText.slice(0, 60))"
+    )
+
+
+@pytest.mark.parametrize("width", READ_WIDTHS)
+def test_results_page_keys_machines_by_kind_each_comparison_once(width, server, browser):
+    """Issue 40: it opens with which tricks pay off on which kind of machine; columns named by
+    native bf16/VNNI/AMX/GPU/cores, the capped run an emulation; each comparison once with its
+    interval; no column off-screen at 1366 px or on a phone; how to add a machine."""
+    from scripts.results.kinds import unique_records
+    from scripts.results.machines import column_names, machine_files
 
     files = machine_files(ROOT)
     if len(files) < 2:
-        pytest.skip(f"{len(files)} results file(s) in results/: no side-by-side section to check")
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+        pytest.skip(f"{len(files)} results file(s) in results/: nothing side by side to check")
+    viewport = READ_WIDTHS[width]
+    page = browser.new_page(viewport=viewport)
     response = page.goto(urljoin(server, "book/results.html"), wait_until="load")
     assert response is not None and response.status == 200
-    section = page.locator("section#across-machines")
-    assert section.count() == 1, "no 'Across machines' section on the results page"
-    header = [t.strip() for t in section.locator("table").first.locator("th").all_inner_texts()]
-    for name in column_names(files):
-        assert name in header, f"column {name!r} missing; header {header}"
-    keyed = [record_keys(f["records"]) for f in files]
-    differs = [
-        f"{key[0]}: {key[1]}:"
-        for key in dict.fromkeys(k for ks in keyed for k in ks)
-        if len({ks[key]["verdict"] for ks in keyed if key in ks}) > 1
-    ]
-    items = section.locator("section#differs-between-machines li").all_inner_texts()
-    assert len(items) == len(differs), f"{len(items)} differs items, records say {len(differs)}"
-    for want, got in zip(differs, items):
-        assert got.startswith(want) and all(n in got for n in column_names(files)), got
-    charts = section.locator("section#by-chapter figure img")
-    assert charts.count() == len(expected_charts(files, {})), "a chart per chapter"
+    first = page.locator("section#which-tricks-pay-off-where")
+    assert first.count() == 1, "the page does not open with which tricks pay off where"
+    h2 = page.locator(".bd-article h2").first.inner_text()
+    assert "pay off where" in h2, f"the first section is {h2!r}"
+    header = [t.strip() for t in first.locator("table th").all_inner_texts()]
+    assert header[1:] == column_names(files), header
+    assert not any(f["machine"]["id"] in " ".join(header) for f in files), "a machine id header"
+    capped = [n for n, f in zip(column_names(files), files) if f["machine"]["capped"]]
+    assert all("emulation" in n for n in capped), capped
+    assert "emulation of an older CPU" in first.inner_text() or not capped
+    assert _off_screen(page, "section#which-tricks-pay-off-where td") == []
+    assert _off_screen(page, "section#claims-by-machine td") == []
+    assert _off_screen(page, "section#comparisons-by-machine td") == []
+    rows = page.locator("section#comparisons-by-machine tbody tr")
+    labels = {(r["chapter"], r["label"]) for f in files for r in unique_records(f["records"])}
+    assert rows.count() == len(labels), f"{rows.count()} comparison rows for {len(labels)}"
+    assert re.search(r"\d\.\d+x \[\d", rows.first.inner_text()), "no interval in a row"
+    add = page.locator("section#add-your-machine").inner_text()
+    assert "make survey" in add and "scripts.results.check --contributed" in add
+    stale = [f for f in files if f["source"] != "book"]
+    if stale:
+        assert "(stale)" in page.locator("section#claims-by-machine").inner_text()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"results-first-screen-{width}.png"))
+    charts = page.locator("section#speed-ups-by-machine-by-chapter figure img")
     broken = charts.evaluate_all(
         "els => els.filter(e => !(e.complete && e.naturalWidth > 0)).map(e => e.src)"
     )
-    assert broken == [], "a machines chart did not load"
+    assert charts.count() and broken == [], "a machines chart did not load"
     page.close()
+
+
+@pytest.mark.parametrize("width", READ_WIDTHS)
+@pytest.mark.parametrize("name", ["book/04_mixed_precision", "book/07_quantization"])
+def test_chapter_claims_table_wraps_and_other_machines_are_beside_it(name, width, server, browser):
+    """Issue 40: the claims table is an HTML table readable without scrolling sideways, and
+    beside it what every recorded machine decided, with magnitudes (added at build time)."""
+    from scripts.results.machines import column_names, machine_files
+
+    files = machine_files(ROOT)
+    page = browser.new_page(viewport=READ_WIDTHS[width])
+    page.goto(server + name + ".html", wait_until="load")
+    claims = page.locator("section#claims-this-run-decided")
+    assert claims.locator("div.claims-table table").count() == 1, "claims table not HTML"
+    assert _off_screen(page, "section#claims-this-run-decided td") == []
+    if len(files) > 1:
+        other = claims.locator("div.other-machines table")
+        assert other.count() == 1, f"{name}: no other machines beside the claims table"
+        header = [t.strip() for t in other.locator("th").all_inner_texts()]
+        assert header[1:] == column_names(files), header
+        assert re.search(r"HELD \d[\d.]*x \[", other.inner_text()), "no magnitude"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    claims.screenshot(path=str(SHOTS / f"claims-{Path(name).name}-{width}.png"))
+    page.close()
+
+
+@pytest.mark.xfail(
+    reason="until the lead re-executes every chapter: stored tips before issue 40 name claim "
+    "keys (01 is re-executed and passes); remove this mark then",
+    strict=False,
+)
+@pytest.mark.parametrize("name", ["book/01_dataloader_seeding", "book/04_mixed_precision"])
+def test_the_tip_names_claims_in_words_not_keys(name, server, browser):
+    page = browser.new_page(viewport=READ_WIDTHS["desktop"])
+    page.goto(server + name + ".html", wait_until="load")
+    tip = page.locator(".bd-article div.admonition.tip").inner_text()
+    page.close()
+    assert not re.search(r"(?:held here|undecided): [a-z0-9]+(?:-[a-z0-9]+)+", tip), tip
 
 
 def squashed(text: str) -> str:

@@ -188,7 +188,7 @@ def test_the_table_prints_counts_status_advice_condition_and_evidence():
     }
     assert book.tip_clause() == (
         "On this run: 1 held, 1 not held here, 0 undecided, 1 not decided here; "
-        "not held here: speed."
+        "not held here: \u201cint8 is faster\u201d."
     )
     book.add(claims.from_verdicts("free", "seeding costs nothing", [OPEN], expect=bench.SAME))
     lines = book.table().splitlines()
@@ -197,7 +197,12 @@ def test_the_table_prints_counts_status_advice_condition_and_evidence():
         lines[8]
         == "    measured: 1 of 1 UNDECIDED, expected SAME: UNDECIDED 0.91x [0.83-0.97] seed worker"
     )
-    assert book.tip_clause().endswith("not held here: speed; undecided: free.")
+    assert book.tip_clause().endswith(
+        "not held here: \u201cint8 is faster\u201d; undecided: \u201cseeding costs nothing\u201d."
+    )
+    quoted = claims.Claims("x")
+    quoted.add(claims.from_verdicts("q", 'don\'t "guess"', [SLOW]))
+    assert "'" not in quoted.tip_clause() and '"' not in quoted.tip_clause()
     assert len(book) == 4 and book["gpu"].status == claims.NOT_DECIDED
 
 

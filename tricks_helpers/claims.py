@@ -157,6 +157,11 @@ class Claim:
         return {"chapter": chapter, **{k: getattr(self, k) for k in CLAIM_FIELDS[1:]}}
 
 
+def _quoted(advice: str) -> str:
+    """``advice`` between typographic quotes, its own quote marks made typographic."""
+    return "\u201c" + advice.replace("'", "\u2019").replace('"', "\u201d") + "\u201d"
+
+
 def _verdict_text(c: Comparison) -> str:
     return f"{c.verdict} {c.speedup_text()} {c.label}"
 
@@ -488,14 +493,16 @@ class Claims:
         return "\n".join(lines)
 
     def tip_clause(self) -> str:
-        """One clause for the tip: the counts, and each advice this run did not bear out."""
+        """One clause for the tip: the counts, and each advice this run did not bear out, in
+        its words (quoted with typographic quotes, so the clause holds no ``'`` or ``"``: the
+        sanitize file masks it up to the first one)."""
         if not self._claims:
             raise ValueError(f"Claims.tip_clause: {self.chapter!r} has no claims")
         text = f"On this run: {self._count_text()}"
-        failed = [c.key for c in self if c.status == NOT_HELD]
+        failed = [_quoted(c.advice) for c in self if c.status == NOT_HELD]
         if failed:
             text += f"; not held here: {', '.join(failed)}"
-        open_ = [c.key for c in self if c.status == UNDECIDED]
+        open_ = [_quoted(c.advice) for c in self if c.status == UNDECIDED]
         if open_:
             text += f"; undecided: {', '.join(open_)}"
         return text + "."

@@ -302,11 +302,17 @@ def record_keys(records: list[Mapping[str, Any]]) -> dict[tuple[str, str, int], 
 def compare_verdicts(mine: Mapping[str, Any], reference: Mapping[str, Any]) -> tuple[str, int]:
     """Line by line, where ``mine`` agrees with ``reference`` (two results files' contents).
 
+    Each comparison once (``results.kinds.unique_records``: one recorded under its table
+    label and its chart label is one).
+
     Returns:
-        The text (one line per reference record: ``agree``, ``DIFFERS`` or ``missing``) and
-        the number of lines that differ or are missing.
+        The text (one line per reference comparison: ``agree``, ``DIFFERS`` or ``missing``)
+        and the number of lines that differ or are missing.
     """
-    here, ref = record_keys(mine["records"]), record_keys(reference["records"])
+    from scripts.results.kinds import unique_records
+
+    here = record_keys(unique_records(mine["records"]))
+    ref = record_keys(unique_records(reference["records"]))
     lines = [f"reference: {reference['machine']['id']}; this machine: {mine['machine']['id']}"]
     bad = 0
     for key, r in ref.items():

@@ -9,6 +9,9 @@ Libraries: ``schema`` (the one schema of a results file, imported by ``book.mach
 on ``validator`` (the JSON Schema plumbing it shares with ``compat.schema``); ``json_file`` (the
 strict reader and atomic writer of results files and compat records); ``retired_verdict`` (the
 three-verdict book's word, re-decided); and the page's parts: ``rows`` (one row per measured
-comparison), ``machines`` (across machines), ``claims`` (claims by machine), ``compat`` (chapter
-by torch release).
+comparison), ``machines`` (across machines), ``kinds`` (a machine named by what decides the
+tricks, each comparison once, stale chapters; ``python -m scripts.results.kinds FILE COMMIT``
+records a survey's chapter code hashes), ``overview`` (the page's first screen, add your machine,
+claims and comparisons by machine), ``other_machines`` (the Sphinx extension showing them on each
+chapter page), ``compat`` (chapter by torch release).
 """

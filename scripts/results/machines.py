@@ -1,9 +1,9 @@
-"""The results page's "Across machines" part: every recorded machine side by side (issue 22).
+"""The results files every page reads, and the results page's across-machines charts (issue 22).
 
 Reads the results files under ``results/`` (``scripts/book/machine_records.py``; the book's
-reference run first) and renders one column per machine, headed by its facts and measured
-limits, one line per comparison with each machine's verdict, the list of comparisons whose
-verdict differs between machines, and a chart per chapter with one marker per machine
+reference run first), names each machine by what decides the tricks (:func:`column_names`),
+says its facts, limits and chapters in words (the tables are ``results.overview``'s), and
+draws a chart per chapter with one marker per machine
 (``book/results_machines_<chapter>.svg``: each comparison a row, each machine a colour and
 marker shape, hollow where its verdict is UNDECIDED; the chapter's title is drawn
 inside the figure). Like the page's main chart, each is checked by a digest of its data
@@ -20,10 +20,11 @@ from typing import Any
 
 from scripts.book import machine_records
 from scripts.results.check import check_file
+from scripts.results.kinds import kind_name, unique_records
 from scripts.results.schema import check_files
 from tricks_helpers import charts
 from tricks_helpers._io import atomic_target
-from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured, fmt_ratio
+from tricks_helpers.bench import NOISE_THRESHOLD, fmt_measured
 
 CHART_GLOB = "results_machines_*.svg"
 _DIGEST_RE = re.compile(r"results-machines-sha256 ([0-9a-f]{64})")
@@ -110,8 +111,14 @@ def chapters_text(f: dict) -> str:
 
 
 def column_names(files: list[dict]) -> list[str]:
-    """One name per results file: its machine id, ``(book)`` after the reference run's."""
-    return [f["machine"]["id"] + (" (book)" if f["source"] == "book" else "") for f in files]
+    """One name per results file, by what decides the tricks (``kinds.kind_name``), ``(book)``
+    after the reference run's; a second file of one kind gets ``#2``, and so on."""
+    out: list[str] = []
+    for f in files:
+        name = kind_name(f) + (" (book)" if f["source"] == "book" else "")
+        n = sum(o == name or o.startswith(name + " #") for o in out)
+        out.append(name + (f" #{n + 1}" if n else ""))
+    return out
 
 
 def chart_name(chapter: str) -> str:
@@ -125,7 +132,8 @@ def chapter_points(files: list[dict]) -> dict[str, dict[str, dict[str, list]]]:
     chapter is labelled ``label (n+1)``)."""
     out: dict[str, dict[str, dict[str, list]]] = {}
     for name, f in zip(column_names(files), files):
-        for (chapter, label, n), r in machine_records.record_keys(f["records"]).items():
+        records = unique_records(f["records"])  # a comparison recorded under two labels: once
+        for (chapter, label, n), r in machine_records.record_keys(records).items():
             row = out.setdefault(chapter, {}).setdefault(label + (f" ({n + 1})" if n else ""), {})
             row[name] = [r["ratio"], r["lo"], r["hi"], r["verdict"]]
     return out
@@ -218,30 +226,12 @@ def write_charts(files: list[dict], titles: dict[str, str], book: Path) -> None:
             path.unlink()
 
 
-def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> list[str]:
-    """The side-by-side section: machine facts, each comparison's verdict per machine, differs,
-    then each chapter's chart (``titles``: chapter stem -> its title)."""
-    keyed = [machine_records.record_keys(f["records"]) for f in files]
-    names = column_names(files)
-    out = ["## Across machines", "", "| | " + " | ".join(cell_text(n) for n in names) + " |"]
-    out += ["| --- " * (len(files) + 1) + "|", "| machine | "]
-    out[-1] += " | ".join(cell_text(_machine_facts_text(f)) for f in files) + " |"
-    out.append("| chapters | " + " | ".join(cell_text(chapters_text(f)) for f in files) + " |")
-    differs = []
-    keys = list(dict.fromkeys(k for ks in keyed for k in ks))
-    for key in keys:
-        cells = []
-        for ks in keyed:
-            r = ks.get(key)
-            cells.append(cell_text(f"{r['verdict']} {fmt_ratio(r['ratio'])}x") if r else "-")
-        out.append(f"| {cell_text(key[0] + ': ' + key[1])} | " + " | ".join(cells) + " |")
-        verdicts = {ks[key]["verdict"] for ks in keyed if key in ks}
-        if len(verdicts) > 1:
-            pairs = "; ".join(f"{cell_text(n)} {c}" for n, c in zip(names, cells))
-            differs.append(f"- {cell_text(key[0])}: {cell_text(key[1])}: {pairs}")
-    out += ["", "### Differs between machines", ""]
-    out += differs or ["No comparison's verdict differs between the recorded machines."]
-    out += ["", "### By chapter", ""]
+def chart_figures(files: list[dict], titles: dict[str, str] | None = None) -> list[str]:
+    """Each chapter's across-machines chart as a figure (none for fewer than two files)."""
+    want = expected_charts(files, titles or {})
+    if not want:
+        return []
+    out = ["## Speed-ups by machine, by chapter", ""]
     for name, (title, points, _) in expected_charts(files, titles or {}).items():
         out += [
             f"```{{figure}} {name}",
@@ -249,7 +239,7 @@ def render_machines(files: list[dict], titles: dict[str, str] | None = None) -> 
             "its interval per machine (a colour and shape each, hollow where the verdict is no "
             "clear difference), on a logarithmic speed-up axis with the noise threshold dashed.",
             "",
-            f"{cell_text(_plain(title))}: {len(points)} comparisons on {len(names)} machines.",
+            f"{cell_text(_plain(title))}: {len(points)} comparisons on {len(files)} machines.",
             "```",
             "",
         ]

@@ -147,7 +147,7 @@ def test_compare_verdicts_line_by_line():
         None,
         facts(),
         {"01_x": ok, "02_y": ok},
-        [rec("same"), rec("flips"), rec("gone", "02_y")],
+        [rec("same"), rec("flips", verdict_times=(4e-3, 1e-3)), rec("gone", "02_y")],
         "book",
     )
     mine = machine_records.merge_results(
@@ -160,9 +160,20 @@ def test_compare_verdicts_line_by_line():
     text, bad = machine_records.compare_verdicts(mine, ref)
     assert bad == 2
     assert "agree    01_x: same: FASTER" in text
-    assert "DIFFERS  01_x: flips: reference FASTER 2.00x, here SAME 1.00x" in text
+    assert "DIFFERS  01_x: flips: reference FASTER 4.00x, here SAME 1.00x" in text
     assert "missing  02_y: gone (chapter failed)" in text
     assert text.endswith("1 of 3 reference verdicts agree")
+
+
+def test_compare_verdicts_prints_a_comparison_recorded_under_two_labels_once():
+    """Issue 40: a verdict line and its table row record one comparison under two labels."""
+    ok = {"status": "ok", "error": "", "seconds": 1.0}
+    ref = machine_records.merge_results(
+        None, facts(), {"01_x": ok}, [rec("line label"), rec("table label")], "book"
+    )
+    text, bad = machine_records.compare_verdicts(ref, ref)
+    assert bad == 0 and "line label" in text and "table label" not in text
+    assert text.endswith("1 of 1 reference verdicts agree")
 
 
 def test_results_path_names_a_survey_apart_from_the_book(tmp_path):

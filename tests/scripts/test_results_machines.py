@@ -11,6 +11,7 @@ import pytest
 
 from scripts.book import machine_records
 from scripts.results import machines as results_machines
+from scripts.results import overview as results_overview
 from tricks_helpers import bench
 
 
@@ -32,11 +33,34 @@ def test_chapter_points_one_row_per_comparison_one_point_per_machine():
     assert list(points) == ["01_x"]
     assert points["01_x"] == {
         "fusion": {
-            "test-avx2-only-2t (book)": [2.0, 2.0, 2.0, "FASTER"],
-            "test-avx2-only-4t": [1.0, 1.0, 1.0, "SAME"],
+            "AVX2 only, 2 cores (book)": [2.0, 2.0, 2.0, "FASTER"],
+            "AVX2 only, 4 cores": [1.0, 1.0, 1.0, "SAME"],
         },
-        "fusion (2)": {"test-avx2-only-2t (book)": [1.0, 1.0, 1.0, "SAME"]},
+        "fusion (2)": {"AVX2 only, 2 cores (book)": [1.0, 1.0, 1.0, "SAME"]},
     }
+
+
+def test_machines_are_named_by_what_decides_the_tricks_and_a_capped_run_is_an_emulation():
+    """Issue 40: columns keyed by native bf16 / VNNI / AMX / GPU / cores, not machine ids."""
+    book = results("book", 2, [(2e-3, 1e-3)])
+    bf16 = results("survey", 2, [(2e-3, 1e-3)], flags=frozenset({"avx512_bf16", "avx512_vnni"}))
+    amx = results("survey", 8, [(2e-3, 1e-3)], flags=frozenset({"amx_bf16", "amx_tile"}))
+    capped = results("survey", 2, [(2e-3, 1e-3)], environ={"ATEN_CPU_CAPABILITY": "default"})
+    again = results("survey", 2, [(2e-3, 1e-3)])
+    assert results_machines.column_names([book, bf16, amx, capped, again]) == [
+        "AVX2 only, 2 cores (book)",
+        "native bf16 + VNNI, 2 cores",
+        "AMX (bf16 + int8), 8 cores",
+        "older-CPU emulation (capped), 2 cores",
+        "AVX2 only, 2 cores",
+    ]
+
+
+def test_a_comparison_recorded_under_two_labels_is_one_row():
+    """Issue 40: a verdict line and its chart row with the same measurement are one comparison."""
+    book = results("book", 2, [(2e-3, 1e-3)])
+    book["records"].append({**book["records"][0], "label": "fusion, chart label"})
+    assert list(results_machines.chapter_points([book, book])["01_x"]) == ["fusion"]
 
 
 def test_chart_title_and_legend_stay_inside_the_figure():
@@ -79,7 +103,7 @@ def test_charts_written_checked_and_left_overs_removed(tmp_path):
     ]
 
 
-def test_section_has_columns_differs_and_a_figure_per_chapter():
+def test_a_figure_per_chapter_and_limits_in_words():
     limits = {
         "threads": 4,
         "cache_bytes": 2**25,
@@ -91,10 +115,10 @@ def test_section_has_columns_differs_and_a_figure_per_chapter():
         results("book", 2, [(2e-3, 1e-3)]),
         results("survey", 4, [(1e-3, 1e-3)], limits=limits),
     ]
-    text = "\n".join(results_machines.render_machines(files, {"01_x": "01 · X"}))
-    assert "| | test-avx2-only-2t (book) | test-avx2-only-4t |" in text
-    assert "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s |" in text
-    assert "### Differs between machines\n\n- 01_x: fusion:" in text
+    text = "\n".join(results_machines.chart_figures(files, {"01_x": "01 · X"}))
+    assert results_machines.limits_text(limits) == (
+        "limits on 4 threads: copy ~20 GB/s; matmul float32 ~100 GFLOP/s"
+    )
     assert "```{figure} results_machines_01_x.svg\n:alt: 01 · X: one row per comparison" in text
 
 
@@ -117,11 +141,13 @@ def test_the_chapters_row_names_each_failed_chapter_with_its_error():
     mine = results("survey", 4, [(1e-3, 1e-3)])
     failed = {"status": "failed", "error": "code cell 19: BackendCompilerFailed", "seconds": 2.0}
     mine["chapters"]["02_y"] = failed
-    text = "\n".join(results_machines.render_machines([book, mine], {"01_x": "01 · X"}))
+    assert results_machines.chapters_text(book) == "1 of 1 ran"
     assert (
-        "| chapters | 1 of 1 ran | 1 of 2 ran; 02_y FAILED: code cell 19: BackendCompilerFailed |"
-        in text
+        results_machines.chapters_text(mine)
+        == "1 of 2 ran; 02_y FAILED: code cell 19: BackendCompilerFailed"
     )
+    text = "\n".join(results_overview.machine_details([book, mine]))  # the page prints it whole
+    assert "02_y FAILED: code cell 19: BackendCompilerFailed" in text
 
 
 def test_a_20000_character_chapter_title_is_cut_in_bounded_time():

@@ -197,7 +197,7 @@ def test_one_book_file_each_named_after_its_machine(tmp_path):
     (folder / "test-avx2-only-4t.json").unlink()
     machine_records.write_results(results("survey"), folder)
     names = results_machines.column_names(results_machines.machine_files(tmp_path))
-    assert names == ["test-avx2-only-2t (book)", "test-avx2-only-2t"]
+    assert names == ["AVX2 only, 2 cores (book)", "AVX2 only, 2 cores"]
 
 
 def test_a_bad_file_stops_the_page_before_anything_is_written(tmp_book, capsys):
@@ -271,7 +271,7 @@ def test_the_page_holds_every_planted_string_as_text_only(tmp_book):
         machine_records.write_results(data, folder)
     assert results_page.main([], root=root) == 0
     page = (root / "book" / "results.md").read_text()
-    assert "Across machines" in page and "Differs between machines" in page
+    assert "Which tricks pay off where" in page and "Comparisons by machine" in page
     _assert_only_text(page, PLANTED)
     charts = sorted((root / "book").glob("*.svg"))
     assert len(charts) == 2  # the page's chart and the chapter's across-machines chart
@@ -286,7 +286,14 @@ def test_text_the_schema_would_refuse_is_still_only_text_on_the_page():
     book["machine"]["cpu"] = directive
     mine["chapters"]["02_y"] = {"status": "failed", "error": "x1\n<script>x</script>"}
     book["records"][0]["label"] = mine["records"][0]["label"] = "x3\n\n# a heading"
-    page = "\n".join(results_machines.render_machines([book, mine], {"01_x": "01 · X"}))
+    from scripts.results import overview
+
+    files = [book, mine]
+    page = "\n".join(
+        overview.machine_details(files)
+        + overview.render_comparisons(files, Path("."), {"01_x": "01 · X"})
+        + overview.render_overview(files, Path("."), {})
+    )
     planted = [
         "x2 ```{literalinclude} /etc/passwd ``` ",
         "x1 <script>x</script>",
