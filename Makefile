@@ -20,11 +20,14 @@
 #   make lint      ruff check + ruff format --check (make format applies both fixes)
 #   make canary    run the notebooks with DeprecationWarning/FutureWarning as errors
 #   make compat TORCH=2.10.0   execute every chapter (or NB) under that torch release and its
-#                  torchao row (scripts/release/colab_cell.py TORCHAO_FOR_TORCH), no output comparison:
-#                  one line per chapter (ran / sections skipped, why / failed at code cell N);
-#                  writes results/compat/torch-<TORCH>.json (NB: only those chapters' entries).
-#                  Its own venv .venv-compat-<TORCH> (a CUDA build: ~4 GB; the pinned torch of
-#                  requirements.txt uses .venv); the machine's pip cap is lifted for it only
+#                  torchao row (scripts/release/colab_cell.py TORCHAO_FOR_TORCH), outputs compared
+#                  with the stored ones as nbval compares them (lines naming the torch release
+#                  masked): one line per chapter (ran / sections skipped, why / failed at code
+#                  cell N; cells compared / differing); writes results/compat/torch-<TORCH>.json
+#                  (NB: only those chapters' entries; PYTHON=python3.12: torch-<TORCH>-py3.12.json;
+#                  COMPAT_FLAGS=--strict: exit 1 when outputs differ). Its own venv
+#                  .venv-compat-<TORCH> (CPU build from TORCH_INDEX ~2 GB, PyPI's CUDA build ~7.5
+#                  GB; the pinned torch of requirements.txt uses .venv); the pip cap is lifted for it only
 #   make newest    make compat TORCH=$(NEWEST_TORCH), the newest torch the registry serves
 #   make wheelhouse   (where the package index is reachable) the wheels a GPU host with its own
 #                  CUDA torch lacks, for WHEEL_PYTHON (3.12) on WHEEL_PLATFORM (manylinux x86_64),
@@ -216,22 +219,29 @@ markers: venv
 canary: venv
 	$(BIN)/python -m scripts.release.deprecation_canary $(NB)
 
-# A compat venv: torch==TORCH, torchao from that release's row of TORCHAO_FOR_TORCH (the one
+# A compat venv: torch==TORCH (from TORCH_INDEX as .venv: the CPU build where no NVIDIA GPU is
+# seen), torchao from that release's row of TORCHAO_FOR_TORCH (the one
 # source, read by scripts/compat/env.py; no row: unbounded, as the Colab cell installs), every
 # other requirement of requirements.txt (not constraints.txt: another torch may need other
-# dependencies), the package --no-deps. The stamp is written last: a venv with it is complete
-# and reused (delete the folder to rebuild).
+# dependencies), the package --no-deps, then its own matplotlib font cache (a first import
+# inside a chapter would print "building the font cache" on a compared stderr). The stamp is
+# written last: a venv with it is complete and reused (delete the folder to rebuild). Another
+# Python: PYTHON=python3.12 (the record is then results/compat/torch-TORCH-py3.12.json).
 .venv-compat-%/.compat-stamp: requirements.txt
 	$(PYTHON) -m venv .venv-compat-$*
 	$(COMPAT_PIP) install --quiet --upgrade pip
 	grep -v -E '^(torch|torchao)==' requirements.txt > .venv-compat-$*/requirements-compat.txt
-	AO="$$($(PYTHON) -m scripts.compat.env $*)" && $(COMPAT_PIP) install --quiet "torch==$*" \
-		"$$AO" -r .venv-compat-$*/requirements-compat.txt
+	AO="$$($(PYTHON) -m scripts.compat.env $*)" && $(COMPAT_PIP) install --quiet $(PIP_INDEX) \
+		"torch==$*" "$$AO" -r .venv-compat-$*/requirements-compat.txt
 	$(COMPAT_PIP) install --quiet --no-deps -e .
+	MPLCONFIGDIR=$(abspath .venv-compat-$*)/mplconfig .venv-compat-$*/bin/python -c "import matplotlib.pyplot"
 	touch $@
 
+# COMPAT_FLAGS=--strict (CI's Python 3.12 job): exit 1 also when a compared cell differs.
+COMPAT_FLAGS ?=
 compat: $(COMPAT_DEP)
-	$(COMPAT_VENV)/bin/python -m scripts.book.run_notebooks --compat $(TORCH) $(NB)
+	MPLCONFIGDIR=$(abspath $(COMPAT_VENV))/mplconfig $(COMPAT_VENV)/bin/python \
+		-m scripts.book.run_notebooks --compat $(TORCH) $(COMPAT_FLAGS) $(NB)
 
 newest:
 	$(MAKE) compat TORCH=$(NEWEST_TORCH) NB="$(NB)"

@@ -153,6 +153,19 @@ def test_unit_tests_run_on_every_supported_python_and_notebooks_on_the_pinned_on
     assert requires == f">={PYTHONS[0]}"
 
 
+def test_ci_runs_every_chapter_on_colabs_pair_with_outputs_compared(repo_root):
+    """Issue 41: Python 3.12 + torch 2.10, every chapter, outputs compared and counted."""
+    data = load(repo_root, "ci.yml")
+    job = data["jobs"]["colab"]
+    setup = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+    assert setup["with"]["python-version"] == "3.12"
+    assert job["env"]["TORCH_INDEX"] == data["jobs"]["test"]["env"]["TORCH_INDEX"]
+    # outputs compared and counted in the record; not --strict while 07 differs by design under
+    # torchao 0.16 (the job fails when a chapter raises)
+    assert "make compat TORCH=2.10.0 PYTHON=python3.12" in runs(data)
+    assert job["timeout-minutes"] <= 60, "CI as a whole stays well under 90 minutes"
+
+
 def test_ci_cancels_superseded_runs_on_pull_requests_only(repo_root):
     data = load(repo_root, "ci.yml")
     assert data["concurrency"]["group"] == "ci-${{ github.ref }}"

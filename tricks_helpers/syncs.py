@@ -25,6 +25,7 @@ exact for the code run inside the mode; nothing global is changed outside the ``
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -180,7 +181,11 @@ def profiled_host_reads(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> in
             "other profiler (a nested one would end the outer session and lose its events)"
         )
     # Kineto writes timestamped start/stop lines to fd 2, which a notebook shows at random
-    # (ipykernel forwards fd 2 asynchronously): filtered, as memory's CPU reports do
-    with without_profiler_backend_lines(), profile(activities=[ProfilerActivity.CPU]) as prof:
-        fn(*args, **kwargs)
+    # (ipykernel forwards fd 2 asynchronously): filtered, as memory's CPU reports do. torch
+    # 2.10 warns at a process's first profiler that each cycle's events are cleared (later
+    # releases only from a second cycle on): this profile has one cycle, so nothing is lost.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Warning: Profiler clears events", UserWarning)
+        with without_profiler_backend_lines(), profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn(*args, **kwargs)
     return sum(1 for event in prof.events() if event.name == "aten::_local_scalar_dense")

@@ -32,7 +32,8 @@ on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
   chapter runs under this environment's torch (which must be release ``TORCH``), one line each
   (ran / sections skipped, with why / failed at code cell N), and the outcomes go to
   ``results/compat/torch-<TORCH>.json`` (``scripts/compat/run.py``). Exits 1 when a chapter
-  failed (its record is written all the same).
+  failed (its record is written all the same); with ``--strict`` (CI's Python 3.12 job) also
+  when a compared cell's outputs differ from the stored ones, or could not be compared.
 - ``compare`` (``--compare``, ``make survey-compare``): runs nothing; prints, line by line,
   where this machine's survey verdicts agree with the reference (the one results file whose
   ``source`` is ``"book"``, or the file named).
@@ -312,6 +313,11 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
         help="compare this machine's survey with the reference; run nothing",
     )
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --compat: exit 1 also when a chapter's outputs differ from the stored ones",
+    )
+    parser.add_argument(
         "--keep-going", action="store_true", help="go on with the next notebook after a failure"
     )
     parser.add_argument("--results", default=None, help="results folder (default: results/)")
@@ -337,7 +343,10 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
         except (TypeError, ValueError) as exc:
             print(f"run_notebooks: {exc}", file=sys.stderr)
             return 1
-        return 0 if all(e["status"] == "ran" for e in entries.values()) else 1
+        ran = all(e["status"] == "ran" for e in entries.values())
+        # --strict: every chapter compared and none differing (not compared: not equal)
+        equal = all("outputs" in e and not e["outputs"]["differing"] for e in entries.values())
+        return 0 if ran and (equal or not args.strict) else 1
     mode = "try" if args.no_write else "survey" if args.survey else "book"
     try:
         outcomes, written = run(paths, mode, results=results, keep_going=args.keep_going)

@@ -136,3 +136,20 @@ def test_main_exits_1_with_a_clear_error_on_the_wrong_environment(tmp_book, caps
     root = tmp_book({"01_a": ["# 01 · A", {"source": "x = 1"}]})
     assert run_notebooks.main(["--compat", "1.0.0"], root=root) == 1
     assert "not 1.0.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("outputs", "strict", "code"),
+    [
+        ({"cells": 2, "differing": []}, True, 0),
+        ({"cells": 2, "differing": [2]}, False, 0),  # make compat: a release's wording may differ
+        ({"cells": 2, "differing": [2]}, True, 1),  # CI's Python 3.12 job: it must not
+        (None, True, 1),  # not compared (cell counts differ): not known to be equal
+    ],
+)
+def test_strict_exits_1_when_outputs_differ(tmp_book, monkeypatch, outputs, strict, code):
+    root = tmp_book({"01_a": ["# 01 · A", {"source": "x = 1"}]})
+    entry = {"status": "ran"} | ({"outputs": outputs} if outputs else {})
+    monkeypatch.setattr(compat_run, "run_compat", lambda *a, **k: ({"01_a": entry}, None))
+    argv = ["--compat", "2.10.0"] + (["--strict"] if strict else [])
+    assert run_notebooks.main(argv, root=root) == code
