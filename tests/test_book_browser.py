@@ -414,11 +414,6 @@ def test_chapter_claims_table_wraps_and_other_machines_are_beside_it(name, width
     page.close()
 
 
-@pytest.mark.xfail(
-    reason="until the lead re-executes every chapter: stored tips before issue 40 name claim "
-    "keys (01 is re-executed and passes); remove this mark then",
-    strict=False,
-)
 @pytest.mark.parametrize("name", ["book/01_dataloader_seeding", "book/04_mixed_precision"])
 def test_the_tip_names_claims_in_words_not_keys(name, server, browser):
     page = browser.new_page(viewport=READ_WIDTHS["desktop"])

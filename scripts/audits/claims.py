@@ -5,9 +5,9 @@
   in its stored outputs, so every piece of advice it gives is decided on the page.
 - ``claims-in-tip``: the tip on the first screen shows this run's clause (the
   ``{glue:text}`claims-NN``` role in the title cell, glued by ``Claims.glue`` in a stored
-  output), and every claim the stored table prints as ``NOT HELD HERE`` is named in that glued
-  clause: a stored run that contradicts a claim whose condition holds here fails the audit
-  unless the tip says it did not hold here.
+  output), and every claim the stored table prints as ``NOT HELD HERE`` is named, in the words
+  of its advice, in that glued clause: a stored run that contradicts a claim whose condition
+  holds here fails the audit unless the tip says it did not hold here.
 - ``roof-upper-bound``: no stored output prints a point above its roof: a measured share of a
   limit, ceiling, roof, bandwidth or peak above 100% (``~102% of the ceiling``) means the roof
   was not the highest rate this machine reached, so it is not a limit.
@@ -26,7 +26,7 @@ CLAIMS_IN_TIP = "claims-in-tip"
 ROOF_UPPER_BOUND = "roof-upper-bound"
 
 _HEADER = "claims decided by this run:"
-_NOT_HELD_ROW = re.compile(r"^  NOT HELD HERE +(?P<key>[A-Za-z0-9-]+): ")
+_NOT_HELD_ROW = re.compile(r"^  NOT HELD HERE +(?P<key>[A-Za-z0-9-]+): (?P<advice>.*) \[[^\]]*\]$")
 _GLUE_ROLE = re.compile(r"\{glue:text\}`(?P<name>claims-[\w-]+)`")
 _GLUE_MIME = "application/papermill.record/text/plain"
 _OVER_ROOF = re.compile(
@@ -36,15 +36,22 @@ _OVER_ROOF = re.compile(
 )
 
 
-def claim_rows(cells: list[dict]) -> tuple[bool, list[str]]:
-    """Whether a claims table is stored, and the key of each claim it prints NOT HELD HERE."""
+def quoted(advice: str) -> str:
+    """``advice`` as the tip's clause names it (``tricks_helpers.claims.Claims.tip_clause``):
+    between typographic quotes, its own quote marks made typographic."""
+    return "\u201c" + advice.replace("'", "\u2019").replace('"', "\u201d") + "\u201d"
+
+
+def claim_rows(cells: list[dict]) -> tuple[bool, list[tuple[str, str]]]:
+    """Whether a claims table is stored, and the key and advice of each claim it prints NOT
+    HELD HERE."""
     found, not_held = False, []
     for _, out in code_outputs(cells):
         for line in output_text(out).splitlines():
             found = found or line.startswith(_HEADER)
             row = _NOT_HELD_ROW.match(line)
             if row:
-                not_held.append(row.group("key"))
+                not_held.append((row.group("key"), row.group("advice")))
     return found, not_held
 
 
@@ -91,10 +98,9 @@ def claims_problems(cells: list[dict]) -> list[str]:
         )
         return problems
     named = clause.split("not held here:", 1)[1] if "not held here:" in clause else ""
-    named = named.split(";", 1)[0]  # "; undecided: ..." follows (tricks_helpers.claims)
-    named_keys = {k.strip(" .") for k in named.split(",")}
-    for key in not_held:
-        if key not in named_keys:
+    named = named.split("; undecided:", 1)[0]  # "; undecided: ..." follows (tricks_helpers.claims)
+    for key, advice in not_held:
+        if quoted(advice) not in named:  # named in words, not by its key
             problems.append(
                 f"{CLAIMS_IN_TIP}: the stored run did not bear out claim {key!r}, "
                 "and the tip does not say so"

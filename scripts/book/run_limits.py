@@ -23,15 +23,22 @@ def _measure_limits() -> Any:
     return measure_limits()
 
 
-def run_limits(target: Path, measure: Callable[[], Any] | None = None) -> dict[str, Any]:
-    """The machine's one set of limits for a run, measured once before the first chapter
-    (``measure``, default ``measure_limits``) and handed to every chapter: where ``target``
+def run_limits(
+    target: Path, measure: Callable[[], Any] | None = None, *, probe: bool = True
+) -> dict[str, Any]:
+    """The machine's one set of limits for a run, handed to every chapter: where ``target``
     recorded limits of this probe (``probe`` = ``tricks_helpers.limits.PROBE_VERSION``), each
-    limit is the higher of the recorded one and the new probe's (a limit is the highest rate
-    observed on the machine: a probe measured on a loaded machine never lowers it), with the
-    chapters' observed rates kept."""
+    limit is the higher of the recorded one and a new probe's (``measure``, default
+    ``measure_limits``, once before the first chapter; a limit is the highest rate observed on
+    the machine: a probe measured on a loaded machine never lowers it), with the chapters'
+    observed rates kept. With ``probe=False`` (a run of some chapters) a recorded set is handed
+    as it is, so that the chapters the run leaves alone still print the machine's limits; the
+    probe runs only where nothing of this probe is recorded."""
     old = read_results(target) if target.exists() else {}
     recorded = old.get("limits")
+    if not probe and recorded is not None and recorded.get("probe") == PROBE_VERSION:
+        print(f"limits: recorded in {target.name} (a run of some chapters: no new probe)")
+        return {**recorded}
     print("limits: measuring this machine's (every chapter reads this one set) ...", flush=True)
     new = limits_record((measure or _measure_limits)())
     if recorded is None or recorded.get("probe") != PROBE_VERSION:

@@ -18,8 +18,9 @@ on the current environment's kernel (:func:`notebook_run.execute_notebook`, like
   ``--keep-going``) and leaves that notebook untouched. The records of the chapters that ran
   replace theirs in ``results/<machine-id>.json`` (source ``"book"``: the reference run the
   results page and ``--compare`` read), with this machine's limits
-  (:func:`scripts.book.run_limits.run_limits`: measured once before the first notebook, about
-  10 s, never below the ones its results file recorded;
+  (:func:`scripts.book.run_limits.run_limits`: measured once before the first notebook when the
+  run executes every chapter, about 10 s, never below the ones its results file recorded; a run
+  of some chapters reads the recorded set;
   every chapter reads the same set through ``tricks_helpers.limits.machine_limits``, and each
   limit is raised after the run to the fastest rate any chapter held against it).
 - ``try`` (``--no-write``): nothing is written, neither notebook nor records:
@@ -55,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.book.chapter_run import Outcome, run_chapter
-from scripts.book.find_notebooks import ROOT, notebooks_from_args
+from scripts.book.find_notebooks import ROOT, chapter_notebooks, notebooks_from_args
 from scripts.book.machine_records import (
     compare_verdicts,
     machine_facts,
@@ -143,9 +144,11 @@ def run(
     check_before_running(paths, source, results, machine)
     limits = None
     if machine is not None and paths:
-        limits = run_limits(
+        every = _every_chapter(_folder(paths[0], results).parent)
+        limits = run_limits(  # probed again only when the run executes every chapter
             results_path(_folder(paths[0], results), machine["id"], source),
             measure or _measure_limits,
+            probe=mode == "survey" or not every or every <= {p.resolve() for p in paths},
         )
     with _limits_handed(limits, machine, source) as handed:
         outcomes = _run_each(paths, mode, machine, source, keep_going, timeout, runner, handed)
@@ -248,6 +251,14 @@ def check_outcome(outcome: Outcome, machine: Mapping[str, Any], source: str) -> 
     except (TypeError, ValueError) as exc:
         outcome.error = "; ".join(e for e in (outcome.error, f"records refused: {exc}") if e)
         outcome.records, outcome.claims = [], []
+
+
+def _every_chapter(root: Path) -> set[Path]:
+    """The book's chapters under ``root`` (none where it has no readable ``_toc.yml``)."""
+    try:
+        return {p.resolve() for p in chapter_notebooks(root)}
+    except ValueError:
+        return set()
 
 
 def _measure_limits() -> Any:

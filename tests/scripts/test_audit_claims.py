@@ -48,6 +48,18 @@ def chapter(speedup: float) -> claims.Claims:
     return book
 
 
+def test_a_tip_naming_a_failed_claim_by_its_key_fails(monkeypatch):
+    """Issue 40: the tip names claims in words (their advice), not by keys a reader cannot read."""
+    found = cells(chapter(0.5), monkeypatch)
+    glued = found[1]["outputs"][1]["data"]
+    mime = next(m for m in glued if m.endswith("text/plain"))
+    glued[mime] = glued[mime].replace("\u201cint8 is faster\u201d", "int8-faster")
+    assert audit_claims.claims_problems(found) == [
+        "claims-in-tip: the stored run did not bear out claim 'int8-faster', "
+        "and the tip does not say so"
+    ]
+
+
 def test_a_chapter_whose_tip_carries_the_run_clause_passes_held_or_not(monkeypatch):
     assert audit_claims.claims_problems(cells(chapter(2.0), monkeypatch)) == []
     assert audit_claims.claims_problems(cells(chapter(0.5), monkeypatch)) == []
@@ -58,7 +70,9 @@ def test_a_clause_that_also_names_undecided_claims_still_names_the_not_held(monk
     open_ = bench.comparison_from_times("y", [0.8e-3, 1.2e-3] * 3, [1e-3] * 6, show=False)
     book.add(claims.from_verdicts("open", "y is faster", [open_]))
     assert book["open"].status == claims.UNDECIDED
-    assert book.tip_clause().endswith("not held here: int8-faster; undecided: open.")
+    assert book.tip_clause().endswith(
+        "not held here: \u201cint8 is faster\u201d; undecided: \u201cy is faster\u201d."
+    )
     assert audit_claims.claims_problems(cells(book, monkeypatch)) == []
 
 

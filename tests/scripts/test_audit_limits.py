@@ -161,3 +161,29 @@ def test_the_runner_hands_one_set_the_highest_ever_observed(tmp_path, make_limit
     assert seen == [10e9, 11e9, 11e9, 11e9]
     (results,) = (tmp_path / "results").glob("*.json")
     assert json.loads(results.read_text())["limits"]["observed"] == {"01_a": {"bandwidth": 11e9}}
+
+
+def test_a_run_of_some_chapters_hands_the_recorded_set_unprobed(tmp_path, make_limits):
+    """A run of one chapter must not raise the limits that the chapters it leaves alone print
+    (they would print another set: limits-one-set); only a run of every chapter probes again."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n- file: book/01_a\n- file: book/02_b\n"
+    )
+    (book / "intro.md").write_text("# intro\n")
+    nb = [book / "01_a.ipynb", book / "02_b.ipynb"]
+    for p in nb:
+        p.write_text("{}")
+    probes = [make_limits(bandwidth=10e9), make_limits(bandwidth=12e9), make_limits(bandwidth=14e9)]
+    seen: list[float] = []
+
+    def runner(path, write, timeout):
+        seen.append(limits.machine_limits().bandwidth)
+        return run_notebooks.Outcome(path.name, 0.1)
+
+    run_notebooks.run(nb, "book", runner=runner, measure=lambda: probes.pop(0))
+    run_notebooks.run(nb[:1], "book", runner=runner, measure=lambda: probes.pop(0))
+    assert seen == [10e9, 10e9, 10e9] and len(probes) == 2  # one chapter: the recorded set
+    run_notebooks.run(nb, "book", runner=runner, measure=lambda: probes.pop(0))
+    assert seen[-2:] == [12e9, 12e9]  # every chapter: probed again, raised
