@@ -95,13 +95,8 @@ def render_overview(files: list[dict], root: Path, titles: dict[str, str]) -> li
     names = headers(files)
     rows = claim_table(files, stale)
     diff, other = differing(rows)
-    out = ["## Which tricks pay off where", ""]
-    for name, f, st in zip(names, files, stale):
-        line = f"- {cell_text(name)}: {cell_text(kind_facts(f))}"
-        if st:
-            line += f"; stale for {cell_text(', '.join(c[:2] for c in st))} (code changed since)"
-        out.append(line + ".")
-    out += [
+    out = [
+        "## Which tricks pay off where",
         "",
         f"Of {len(rows)} claims, {len(diff)} pay off on one kind of machine and not (or not "
         "decided) on another: below, with each machine's speed-up and interval where the claim "
@@ -113,6 +108,12 @@ def render_overview(files: list[dict], root: Path, titles: dict[str, str]) -> li
         [cell_text(f"{k[0][:2]} · {rows[k][0]}")] + [cell_text(c) for c in rows[k][1]] for k in diff
     ]
     out += _table(["claim (condition)"] + [cell_text(n) for n in names], body)
+    out += ["", "The columns, by what decides the tricks:", ""]
+    for name, f, st in zip(names, files, stale):
+        line = f"- {cell_text(name)}: {cell_text(kind_facts(f))}"
+        if st:
+            line += f"; stale for {cell_text(', '.join(c[:2] for c in st))} (code changed since)"
+        out.append(line + ".")
     out += [
         "",
         "## Add your machine",
