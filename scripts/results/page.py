@@ -56,10 +56,8 @@ from scripts.results.rows import Chapter, apply_records, read_chapter
 from tricks_helpers import charts
 from tricks_helpers._io import atomic_target
 from tricks_helpers.bench import (
-    FASTER,
     NOISE_THRESHOLD,
     VERDICTS,
-    explanation,
     fmt_ratio,
 )
 
@@ -248,11 +246,10 @@ def render(
 
 
 def _why_text(r) -> str:
-    """A row's why partner and whether it explains the row's verdict, in the book's one wording
-    (``bench.explanation``); a record names no direction, so the partner predicts a gain."""
-    if not r.why:
-        return ""
-    return f"{r.why} {explanation(FASTER, r.verdict)}"
+    """A row's why partner as the chapter printed it. Whether it explains the verdict is decided
+    on the chapter's page from the direction the partner predicts (``bench.explanation``); a
+    record names no direction (a gain, no change or a cost), so the page stamps none."""
+    return r.why or ""
 
 
 def chart_digest(path: Path) -> str | None:

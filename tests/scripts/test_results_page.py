@@ -223,6 +223,8 @@ def test_page_from_records_has_why_and_machines_side_by_side(tmp_book):
     assert results_page.main([], root=root) == 0
     page = (root / "book" / "results.md").read_text()
     assert "| fusion | 1 op | FASTER 2.00x \\[2.00-2.00\\] |" in page
+    # a record names no predicted direction: the page stamps no explains/does-not-explain
+    assert "explain" not in page
     assert "## Speed-ups by machine" not in page  # one machine: no side-by-side charts
     _results(root, "survey", 4, (1e-3, 1e-3), LIMITS)
     assert results_page.main(["--check"], root=root) == 1  # a new machine makes the page stale
