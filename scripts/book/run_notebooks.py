@@ -147,7 +147,7 @@ def run(
         every = _every_chapter(_folder(paths[0], results).parent)
         limits = run_limits(  # probed again only when the run executes every chapter
             results_path(_folder(paths[0], results), machine["id"], source),
-            measure or _measure_limits,
+            measure,
             probe=mode == "survey" or not every or every <= {p.resolve() for p in paths},
         )
     with _limits_handed(limits, machine, source) as handed:
@@ -259,12 +259,6 @@ def _every_chapter(root: Path) -> set[Path]:
         return {p.resolve() for p in chapter_notebooks(root)}
     except ValueError:
         return set()
-
-
-def _measure_limits() -> Any:
-    from tricks_helpers.limits import measure_limits
-
-    return measure_limits()
 
 
 def reference_file(results_dir: Path) -> Path:
