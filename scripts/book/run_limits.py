@@ -89,7 +89,7 @@ def raise_limits(
     return out
 
 
-class _limits_handed:
+class LimitsHanded:
     """While running: ``LIMITS_ENV`` names a file holding ``limits`` (and the results file they
     belong to), so that every chapter's ``machine_limits`` returns this one set."""
 
@@ -110,7 +110,7 @@ class _limits_handed:
             data = {"file": self.file, "limits": self.limits}
             path.write_text(json.dumps(data), encoding="utf-8")
 
-    def __enter__(self) -> _limits_handed:
+    def __enter__(self) -> LimitsHanded:
         if self.limits is None:
             return self
         self.tmp = tempfile.TemporaryDirectory(prefix="limits-")

@@ -66,7 +66,7 @@ from scripts.book.machine_records import (
     validate_results,
     write_results,
 )
-from scripts.book.run_limits import _limits_handed, run_limits
+from scripts.book.run_limits import LimitsHanded, run_limits
 from tricks_helpers.bench.records import SCHEMA_VERSION
 from tricks_helpers.fields import RECORD, check_text
 
@@ -150,7 +150,7 @@ def run(
             measure,
             probe=mode == "survey" or not every or every <= {p.resolve() for p in paths},
         )
-    with _limits_handed(limits, machine, source) as handed:
+    with LimitsHanded(limits, machine, source) as handed:
         outcomes = _run_each(paths, mode, machine, source, keep_going, timeout, runner, handed)
     print(summary(outcomes), flush=True)
     if mode == "try" or not outcomes:
@@ -175,7 +175,7 @@ def _run_each(
     keep_going: bool,
     timeout: int,
     runner: Callable[..., Outcome],
-    handed: _limits_handed,
+    handed: LimitsHanded,
 ) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for path in paths:
