@@ -15,7 +15,10 @@ Each submodule has one job and is introduced by one chapter of the book:
   the roofline (04, 07): a face over :mod:`~tricks_helpers.charts.speedup`,
   :mod:`~tricks_helpers.charts.roofline` and :mod:`~tricks_helpers.charts.fit` (labels cut to fit).
 - :mod:`tricks_helpers.limits`: this machine's memory bandwidth and matmul throughput per dtype,
-  measured once within a time budget (04, 07).
+  measured once within a time budget (04, 07): a face over :mod:`~tricks_helpers.limits.probes`
+  (the cache, copy, matmul and ``Linear`` probes), :mod:`~tricks_helpers.limits.roofs` (the
+  :class:`Limits` value: its lines, record, raising) and :mod:`~tricks_helpers.limits.machine`
+  (one set per machine: measured, or recorded and handed by the runner).
 - :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).
 - :mod:`tricks_helpers.fields`: what a record, a claim and a skipped-section line may hold,
   checked where they are made (the results schema is built from it) (all).
