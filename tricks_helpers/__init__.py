@@ -5,8 +5,11 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.env`: the environment card every chapter prints, what the CPU is, bf16
   support (all; a face over `card`, `cpu`, `precision`).
 - :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all): a face over
-  :mod:`~tricks_helpers.bench.timing` (the clock, the rounds),
-  :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed) and
+  :mod:`~tricks_helpers.bench.clock` (where timed work runs, one synchronised timing),
+  :mod:`~tricks_helpers.bench.timing` (one function, several in rounds),
+  :mod:`~tricks_helpers.bench.pairs` (a baseline and a trick side by side),
+  :mod:`~tricks_helpers.bench.verdicts` (the threshold, the verdict, the number formats),
+  :mod:`~tricks_helpers.bench.comparisons` (what was timed, and its printed lines) and
   :mod:`~tricks_helpers.bench.tables` (comparisons, and measured rows, as one aligned table).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.claims`: advice as claims this run decides, each with its condition and

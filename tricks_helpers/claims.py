@@ -39,14 +39,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tricks_helpers._checks import check_bool, check_choice, check_type
+from tricks_helpers.bench.comparisons import Comparison
 from tricks_helpers.bench.records import CHAPTER_ENV
-from tricks_helpers.bench.verdicts import (
-    FASTER,
-    NOISE_THRESHOLD,
-    SAME,
-    SLOWER,
-    Comparison,
-)
+from tricks_helpers.bench.verdicts import FASTER, NOISE_THRESHOLD, SAME, SLOWER
 from tricks_helpers.bench.verdicts import UNDECIDED as _UNDECIDED_VERDICT
 from tricks_helpers.fields import CLAIM, check_text, check_texts
 
