@@ -13,7 +13,12 @@ Each submodule has one job and is introduced by one chapter of the book:
   :mod:`~tricks_helpers.bench.tables` (comparisons, and measured rows, as one aligned table).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.claims`: advice as claims this run decides, each with its condition and
-  what decided it, printed as the chapter's claims table (all).
+  what decided it, printed as the chapter's claims table (all): a face over
+  :mod:`~tricks_helpers.claims.claim` (one claim, its statuses, its record),
+  :mod:`~tricks_helpers.claims.deciding` (verdicts, counts, trends, absent conditions) and
+  :mod:`~tricks_helpers.claims.table` (a chapter's claims, the table, the tip's clause);
+  :mod:`tricks_helpers.quoting`: advice quoted as the tip names it (standard library only, so
+  the workshop's claims audit shares it without importing torch).
 - :mod:`tricks_helpers.charts`: the speed-up-with-interval chart (04-07, the results page) and
   the roofline (04, 07): a face over :mod:`~tricks_helpers.charts.speedup`,
   :mod:`~tricks_helpers.charts.roofline` and :mod:`~tricks_helpers.charts.fit` (labels cut to fit).

@@ -12,7 +12,8 @@
   limit, ceiling, roof, bandwidth or peak above 100% (``~102% of the ceiling``) means the roof
   was not the highest rate this machine reached, so it is not a limit.
 
-Only the standard library is used.
+Only the standard library is used (the advice is quoted as the tip quotes it, by
+``tricks_helpers.quoting``, which imports nothing else).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 
 from scripts.book.notebook_cells import code_outputs, output_text, stored_text
+from tricks_helpers.quoting import quoted  # the tip's own quoting; stdlib only, no torch
 
 CLAIMS_TABLE = "claims-table"
 CLAIMS_IN_TIP = "claims-in-tip"
@@ -34,12 +36,6 @@ _OVER_ROOF = re.compile(
     r"(?:[\w-]+\s+){0,3}?(?P<what>limit|ceiling|roof|bandwidth|peak)\b",
     flags=re.I,
 )
-
-
-def quoted(advice: str) -> str:
-    """``advice`` as the tip's clause names it (``tricks_helpers.claims.Claims.tip_clause``):
-    between typographic quotes, its own quote marks made typographic."""
-    return "\u201c" + advice.replace("'", "\u2019").replace('"', "\u201d") + "\u201d"
 
 
 def claim_rows(cells: list[dict]) -> tuple[bool, list[tuple[str, str]]]:
