@@ -93,31 +93,17 @@ class Claims:
         """
         if condition is not None:
             check_type("Claims.record", "condition", condition, str)
-        if isinstance(decided_by, Count):
-            claim = from_count(
-                key,
-                advice,
-                decided_by.holds,
-                decided_by.evidence,
-                condition=condition or "any machine",
-            )
-        elif isinstance(decided_by, Trend):
-            claim = from_trend(
-                key,
-                advice,
-                decided_by.holds,
-                decided_by.evidence,
-                condition=condition or "any CPU",
-            )
+        if isinstance(decided_by, (Count, Trend)):  # a counted fact or a measured trend
+            counted = isinstance(decided_by, Count)
+            made, default = (from_count, "any machine") if counted else (from_trend, "any CPU")
+            holds, evidence = decided_by.holds, decided_by.evidence
+            claim = made(key, advice, holds, evidence, condition=condition or default)
         elif isinstance(decided_by, Absent):
             if condition is None:
                 raise ValueError(f"Claims.record: {key!r}: an absent condition must be named")
+            absent = decided_by
             claim = not_decided(
-                key,
-                advice,
-                condition=condition,
-                missing=decided_by.missing,
-                outside=decided_by.outside,
+                key, advice, condition=condition, missing=absent.missing, outside=absent.outside
             )
         elif isinstance(decided_by, (Comparison, Iterable, Mapping)) and not isinstance(
             decided_by, (str, bytes)
