@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tricks_helpers import charts, limits
+from tricks_helpers.limits import probes
 
 
 def write_cache(root, index, level, kind, size):
@@ -59,8 +60,8 @@ def test_measure_matmul_stays_at_the_smallest_size_with_a_tiny_budget(dtype):
 
 def test_measure_matmul_grows_to_max_size_with_a_large_budget(monkeypatch):
     tried = []
-    real = limits._matmul_call
-    monkeypatch.setattr(limits, "_matmul_call", lambda d, n: tried.append(n) or real(d, n))
+    real = probes._matmul_call
+    monkeypatch.setattr(probes, "_matmul_call", lambda d, n: tried.append(n) or real(d, n))
     rate, n = limits.measure_matmul(torch.float32, budget_s=50.0, max_size=256)
     assert tried[-1] == 256 and n in (128, 256) and rate > 0
 
@@ -68,9 +69,9 @@ def test_measure_matmul_grows_to_max_size_with_a_large_budget(monkeypatch):
 def test_measure_matmul_returns_the_best_rate_over_the_sizes_tried(monkeypatch):
     # 2 n^3 operations; seconds per call chosen so that 256 is the fastest size per FLOP
     seconds = {128: 2 * 128**3 / 1e9, 256: 2 * 256**3 / 4e9, 512: 2 * 512**3 / 2e9}
-    monkeypatch.setattr(limits, "_matmul_call", lambda dtype, n: n)
-    monkeypatch.setattr(limits, "_best_seconds", lambda n, repeats: seconds[n])
-    monkeypatch.setattr(limits, "_repeats_within", lambda one, left: 1)
+    monkeypatch.setattr(probes, "_matmul_call", lambda dtype, n: n)
+    monkeypatch.setattr(probes, "_best_seconds", lambda n, repeats: seconds[n])
+    monkeypatch.setattr(probes, "_repeats_within", lambda one, left: 1)
     rate, n = limits.measure_matmul(torch.bfloat16, budget_s=100.0, max_size=512)
     assert (round(rate), n) == (4_000_000_000, 256)  # not the 2 GFLOP/s of the last size
 

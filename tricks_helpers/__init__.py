@@ -5,17 +5,28 @@ Each submodule has one job and is introduced by one chapter of the book:
 - :mod:`tricks_helpers.env`: the environment card every chapter prints, what the CPU is, bf16
   support (all; a face over `card`, `cpu`, `precision`).
 - :mod:`tricks_helpers.bench`: timing and side-by-side comparisons (all): a face over
-  :mod:`~tricks_helpers.bench.timing` (the clock, the rounds),
-  :mod:`~tricks_helpers.bench.verdicts` (how a measurement is judged and printed) and
+  :mod:`~tricks_helpers.bench.clock` (where timed work runs, one synchronised timing),
+  :mod:`~tricks_helpers.bench.timing` (one function, several in rounds),
+  :mod:`~tricks_helpers.bench.pairs` (a baseline and a trick side by side),
+  :mod:`~tricks_helpers.bench.verdicts` (the threshold, the verdict, the number formats),
+  :mod:`~tricks_helpers.bench.comparisons` (what was timed, and its printed lines) and
   :mod:`~tricks_helpers.bench.tables` (comparisons, and measured rows, as one aligned table).
 - :mod:`tricks_helpers.counting`: invariant partners of speed claims: FLOPs, operator counts.
 - :mod:`tricks_helpers.claims`: advice as claims this run decides, each with its condition and
-  what decided it, printed as the chapter's claims table (all).
+  what decided it, printed as the chapter's claims table (all): a face over
+  :mod:`~tricks_helpers.claims.claim` (one claim, its statuses, its record),
+  :mod:`~tricks_helpers.claims.deciding` (verdicts, counts, trends, absent conditions) and
+  :mod:`~tricks_helpers.claims.table` (a chapter's claims, the table, the tip's clause);
+  :mod:`tricks_helpers.quoting`: advice quoted as the tip names it (standard library only, so
+  the workshop's claims audit shares it without importing torch).
 - :mod:`tricks_helpers.charts`: the speed-up-with-interval chart (04-07, the results page) and
   the roofline (04, 07): a face over :mod:`~tricks_helpers.charts.speedup`,
   :mod:`~tricks_helpers.charts.roofline` and :mod:`~tricks_helpers.charts.fit` (labels cut to fit).
 - :mod:`tricks_helpers.limits`: this machine's memory bandwidth and matmul throughput per dtype,
-  measured once within a time budget (04, 07).
+  measured once within a time budget (04, 07): a face over :mod:`~tricks_helpers.limits.probes`
+  (the cache, copy, matmul and ``Linear`` probes), :mod:`~tricks_helpers.limits.roofs` (the
+  :class:`Limits` value: its lines, record, raising) and :mod:`~tricks_helpers.limits.machine`
+  (one set per machine: measured, or recorded and handed by the runner).
 - :mod:`tricks_helpers.cores`: pin a process to cores and set torch's threads together (03, 09).
 - :mod:`tricks_helpers.fields`: what a record, a claim and a skipped-section line may hold,
   checked where they are made (the results schema is built from it) (all).

@@ -8,22 +8,36 @@
   output), and every claim the stored table prints as ``NOT HELD HERE`` is named, in the words
   of its advice, in that glued clause: a stored run that contradicts a claim whose condition
   holds here fails the audit unless the tip says it did not hold here.
+- ``claims-cell-size``: no code cell holds more than :data:`MAX_CLAIM_LINES` lines of claim
+  declarations (the ``record`` and ``add`` calls of a chapter's ``Claims``), and the cell that
+  prints the claims table is no longer than that: a claim is declared in the cell that prints
+  its evidence, and the table only prints what was declared (issue 38: the old shape was one
+  hidden cell of 71-177 lines at the end, reaching back to names defined far above).
 - ``roof-upper-bound``: no stored output prints a point above its roof: a measured share of a
   limit, ceiling, roof, bandwidth or peak above 100% (``~102% of the ceiling``) means the roof
   was not the highest rate this machine reached, so it is not a limit.
 
-Only the standard library is used.
+Only the standard library is used (the advice is quoted as the tip quotes it, by
+``tricks_helpers.quoting``, which imports nothing else).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
-from scripts.book.notebook_cells import code_outputs, output_text, stored_text
+from scripts.book.notebook_cells import code_outputs, output_text, python_tree, stored_text
+from tricks_helpers.quoting import quoted  # the tip's own quoting; stdlib only, no torch
 
 CLAIMS_TABLE = "claims-table"
 CLAIMS_IN_TIP = "claims-in-tip"
 ROOF_UPPER_BOUND = "roof-upper-bound"
+CLAIMS_CELL_SIZE = "claims-cell-size"
+#: The most lines of claim declarations one code cell may hold (``book.record(...)`` and
+#: ``book.add(...)`` calls, counted from their first line to their last), and the most lines of
+#: the cell that prints the claims table. The stored book's largest is about 41 (chapter 04).
+MAX_CLAIM_LINES = 45
+_DECLARE = ("record", "add")
 
 _HEADER = "claims decided by this run:"
 _NOT_HELD_ROW = re.compile(r"^  NOT HELD HERE +(?P<key>[A-Za-z0-9-]+): (?P<advice>.*) \[[^\]]*\]$")
@@ -34,12 +48,6 @@ _OVER_ROOF = re.compile(
     r"(?:[\w-]+\s+){0,3}?(?P<what>limit|ceiling|roof|bandwidth|peak)\b",
     flags=re.I,
 )
-
-
-def quoted(advice: str) -> str:
-    """``advice`` as the tip's clause names it (``tricks_helpers.claims.Claims.tip_clause``):
-    between typographic quotes, its own quote marks made typographic."""
-    return "\u201c" + advice.replace("'", "\u2019").replace('"', "\u201d") + "\u201d"
 
 
 def claim_rows(cells: list[dict]) -> tuple[bool, list[tuple[str, str]]]:
@@ -121,4 +129,66 @@ def roof_problems(cells: list[dict]) -> list[str]:
                         f"{hit.group('what')}: a roof is the highest rate measured here "
                         f"({line.strip()[:70]})"
                     )
+    return problems
+
+
+def _claims_names(trees: list[ast.Module]) -> set[str]:
+    """The names a chapter binds its ``Claims`` to (``book = claims.Claims("01 · ...")``)."""
+    names = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called == "Claims":
+                    names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _calls_on(tree: ast.Module, names: set[str], methods: tuple[str, ...]) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in methods
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in names
+    ]
+
+
+def claim_lines(tree: ast.Module, names: set[str]) -> int:
+    """How many lines of ``tree`` declare claims: the lines the ``record``/``add`` calls on a
+    ``Claims`` named in ``names`` span (a line shared by two calls counts once)."""
+    lines: set[int] = set()
+    for call in _calls_on(tree, names, _DECLARE):
+        lines.update(range(call.lineno, (call.end_lineno or call.lineno) + 1))
+    return len(lines)
+
+
+def claims_size_problems(cells: list[dict]) -> list[str]:
+    """Rule ``claims-cell-size``: a code cell declaring more than :data:`MAX_CLAIM_LINES` lines
+    of claims, or a claims-table cell longer than that."""
+    trees = []
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") == "code":
+            src = stored_text(cell.get("source"))
+            tree = python_tree(src)
+            if tree is not None:
+                trees.append((i, src, tree))
+    names = _claims_names([tree for _, _, tree in trees])
+    problems = []
+    for i, src, tree in trees:
+        declared = claim_lines(tree, names)
+        if declared > MAX_CLAIM_LINES:
+            problems.append(
+                f"cell {i}: {declared} lines of claim declarations, more than {MAX_CLAIM_LINES}: "
+                f"declare each claim in the cell that prints its evidence (rule {CLAIMS_CELL_SIZE})"
+            )
+        length = len(src.strip().splitlines())
+        if _calls_on(tree, names, ("table",)) and length > MAX_CLAIM_LINES:
+            problems.append(
+                f"cell {i}: the claims table cell is {length} lines, more than {MAX_CLAIM_LINES}: "
+                f"it only prints what was declared (rule {CLAIMS_CELL_SIZE})"
+            )
     return problems

@@ -40,7 +40,7 @@ _MATMUL = re.compile(
 
 def shown(value: float) -> str:
     """A rate (in G/s) as ``fmt_measured`` prints it: three significant digits, no ``~``."""
-    from tricks_helpers.bench.verdicts import fmt_measured
+    from tricks_helpers.bench import fmt_measured
 
     return fmt_measured(value).removeprefix("~")
 

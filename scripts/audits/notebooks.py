@@ -45,7 +45,9 @@ on what makes a stored book untrustworthy or a page unreadable:
   the stored outputs (rule ``claims-table``); a tip without this run's glued clause, or a claim
   the stored run printed ``NOT HELD HERE`` that the clause does not name (rule
   ``claims-in-tip``); a printed point above its roof, ``~N% of`` a limit, ceiling, roof,
-  bandwidth or peak with N > 100 (rule ``roof-upper-bound``).
+  bandwidth or peak with N > 100 (rule ``roof-upper-bound``); a code cell with more than
+  ``MAX_CLAIM_LINES`` (45) lines of claim declarations, or a claims-table cell longer than that
+  (rule ``claims-cell-size``: a claim is declared beside its evidence).
 - one machine, several limits (``scripts/audits/limits.py``, issue 39): chapters printing
   different limits, or limits other than their machine's recorded ones (rule
   ``limits-one-set``); a rate a chapter recorded above its machine's limit (rule
@@ -68,7 +70,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts.audits.claims import claims_problems, roof_problems
+from scripts.audits.claims import claims_problems, claims_size_problems, roof_problems
 from scripts.audits.code_cells import (
     MEASURED_TABLE,
     helper_imports,
@@ -317,7 +319,7 @@ def audit_notebook(
             hit = _MACHINE_PATH.search(text)
             if hit:
                 result.problems.append(f"cell {i}: machine path in output near {hit.group(0)!r}")
-    result.problems += roof_problems(cells)
+    result.problems += roof_problems(cells) + claims_size_problems(cells)
     if chapter_rules:
         result.problems += claims_problems(cells) + recipe_problems(cells)
         result.problems += folding_problems(cells)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.book.chapter_run import Outcome
-from scripts.book.machine_records import limits_record, read_results, results_path
+from scripts.book.machine_records import limits_record, results_path
 from tricks_helpers.limits import LIMITS_ENV, PROBE_VERSION
 
 
@@ -24,9 +24,16 @@ def _measure_limits() -> Any:
 
 
 def run_limits(
-    target: Path, measure: Callable[[], Any] | None = None, *, probe: bool = True
+    old: Mapping[str, Any] | None,
+    name: str,
+    measure: Callable[[], Any] | None = None,
+    *,
+    probe: bool = True,
 ) -> dict[str, Any]:
-    """The machine's one set of limits for a run, handed to every chapter: where ``target``
+    """The machine's one set of limits for a run, handed to every chapter.
+
+    ``old`` is the machine's results file as the runner read it, once, before the first chapter
+    (None where there is none); ``name`` its file name, for the printed lines. Where ``old``
     recorded limits of this probe (``probe`` = ``tricks_helpers.limits.PROBE_VERSION``), each
     limit is the higher of the recorded one and a new probe's (``measure``, default
     ``measure_limits``, once before the first chapter; a limit is the highest rate observed on
@@ -34,10 +41,9 @@ def run_limits(
     observed rates kept. With ``probe=False`` (a run of some chapters) a recorded set is handed
     as it is, so that the chapters the run leaves alone still print the machine's limits; the
     probe runs only where nothing of this probe is recorded."""
-    old = read_results(target) if target.exists() else {}
-    recorded = old.get("limits")
+    recorded = (old or {}).get("limits")
     if not probe and recorded is not None and recorded.get("probe") == PROBE_VERSION:
-        print(f"limits: recorded in {target.name} (a run of some chapters: no new probe)")
+        print(f"limits: recorded in {name} (a run of some chapters: no new probe)")
         return {**recorded}
     print("limits: measuring this machine's (every chapter reads this one set) ...", flush=True)
     new = limits_record((measure or _measure_limits)())
@@ -50,7 +56,7 @@ def run_limits(
             out["matmul"][name], out["where"][name] = rate, new["where"].get(name, "")
     out["skipped"] = {k: v for k, v in new["skipped"].items() if k not in out["matmul"]}
     raised = [k for k in ("bandwidth", *out["matmul"]) if _limit(out, k) > _limit(recorded, k)]
-    print(f"limits: recorded in {target.name}; raised by the new probe: {raised or 'none'}")
+    print(f"limits: recorded in {name}; raised by the new probe: {raised or 'none'}")
     return out
 
 

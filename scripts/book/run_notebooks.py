@@ -94,15 +94,17 @@ def write_records(
     source: str,
     limits: Mapping[str, Any] | None = None,
     machine: Mapping[str, Any] | None = None,
+    *,
+    old: Mapping[str, Any] | None,
 ) -> Path:
     """Merge ``outcomes`` into this machine's results file of ``source`` in ``folder``.
 
     ``limits``: a ``machine_records.limits_record`` replacing the file's (None: kept);
-    ``machine``: the machine's facts (default: this machine's).
+    ``machine``: the machine's facts (default: this machine's); ``old``: that file as it was
+    read before the run (:func:`previous_results`; None where there was none): it is not read
+    again.
     """
     machine = machine_facts() if machine is None else machine
-    target = results_path(folder, machine["id"], source)
-    old = read_results(target) if target.exists() else None
     chapters = {o.stem: o.status() for o in outcomes}
     records = [r for o in outcomes for r in o.records]
     claims = [c for o in outcomes for c in o.claims]
@@ -141,12 +143,14 @@ def run(
     paths = [Path(p) for p in paths]
     source = "book" if mode == "book" else "survey"
     machine = None if mode == "try" else machine_facts()
-    check_before_running(paths, source, results, machine)
+    previous = check_before_running(paths, source, results, machine)  # each file read once
     limits = None
     if machine is not None and paths:
-        every = _every_chapter(_folder(paths[0], results).parent)
+        first = _folder(paths[0], results)
+        every = _every_chapter(first.parent)
         limits = run_limits(  # probed again only when the run executes every chapter
-            results_path(_folder(paths[0], results), machine["id"], source),
+            previous[first],
+            results_path(first, machine["id"], source).name,
             measure,
             probe=mode == "survey" or not every or every <= {p.resolve() for p in paths},
         )
@@ -162,7 +166,8 @@ def run(
             folder = _folder(path, results)
             folders.setdefault(folder, []).append(outcome)
     written = [
-        write_records(outs, folder, source, limits, machine) for folder, outs in folders.items()
+        write_records(outs, folder, source, limits, machine, old=previous[folder])
+        for folder, outs in folders.items()
     ]
     return outcomes, written
 
@@ -202,14 +207,31 @@ def _folder(path: Path, results: Path | None) -> Path:
     return results or Path(path).resolve().parent.parent / "results"
 
 
+def previous_results(
+    folder: Path, machine: Mapping[str, Any], source: str
+) -> dict[str, Any] | None:
+    """This machine's results file of ``source`` in ``folder``, read and validated (None where
+    there is none): a run reads it once, before the first chapter, and merges into what it read.
+
+    Raises:
+        ValueError: naming the file, when it is not valid (fix or move it first).
+    """
+    target = results_path(folder, machine["id"], source)
+    return read_results(target) if target.exists() or target.is_symlink() else None
+
+
 def check_before_running(
     paths: list[Path], source: str, results: Path | None, machine: Mapping[str, Any] | None
-) -> None:
+) -> dict[Path, dict[str, Any] | None]:
     """What would fail the merge after every chapter ran, checked before the first runs.
 
     Two notebooks with the same stem would share one chapter entry (the second's status would
     replace the first's); a results folder that is a file, or a previous results file that is
     not valid, would end the run in a traceback with nothing written.
+
+    Returns:
+        Each results folder's previous file (:func:`previous_results`), read this once: the
+        limits and the merge after the run use it (empty in ``try`` mode, which writes nothing).
 
     Raises:
         ValueError: naming the notebooks or the file.
@@ -224,13 +246,13 @@ def check_before_running(
             )
         stems[path.stem] = path
     if machine is None:  # try mode writes nothing
-        return
+        return {}
+    previous = {}
     for folder in dict.fromkeys(_folder(p, results) for p in paths):
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"--results: {folder} is not a folder")
-        target = results_path(folder, machine["id"], source)
-        if target.exists() or target.is_symlink():
-            read_results(target)  # ValueError naming the file: fix or move it first
+        previous[folder] = previous_results(folder, machine, source)
+    return previous
 
 
 def check_outcome(outcome: Outcome, machine: Mapping[str, Any], source: str) -> None:

@@ -189,7 +189,8 @@ def survey_record(jobs: list[Job], out: Path, results: Path, limits) -> Path:
         read_chapter_claims,
         read_chapter_records,
     )
-    from scripts.book.run_notebooks import write_records
+    from scripts.book.machine_records import machine_facts
+    from scripts.book.run_notebooks import previous_results, write_records
 
     outcomes = []
     for job in jobs:
@@ -199,7 +200,9 @@ def survey_record(jobs: list[Job], out: Path, results: Path, limits) -> Path:
         nbval = "" if job.code == 0 else f"nbval: {job.last_line()}"
         error = "; ".join(e for e in (nbval, problem, claim_problem) if e)
         outcomes.append(Outcome(f"{job.name}.ipynb", job.seconds, error, records, claims))
-    return write_records(outcomes, results, "survey", limits)
+    machine = machine_facts()
+    old = previous_results(results, machine, "survey")
+    return write_records(outcomes, results, "survey", limits, machine, old=old)
 
 
 def main(argv: list[str] | None = None) -> int:

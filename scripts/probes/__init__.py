@@ -7,7 +7,8 @@ Entry points (``python -m scripts.probes.<tool>``):
                ``storage_writes``, ``storage_reads``, ``storage_untrusted`` on ``storage_stores``
 - ``inputs``   resume, compiling, syncs and limits with bad inputs (issue 32)
 - ``records``  records, claims, skipped lines, checkpoints, results files, the runner's early
-  checks and ``python -m tricks_helpers.ddp`` with bad inputs (issue 42)
+  checks and ``python -m tricks_helpers.ddp`` with bad inputs (issue 42); its cases are
+  ``records_fields``, ``records_files`` and ``records_runner``
 
 Library: ``harness`` (a case in a forked child with a time limit, classed; the command line).
 """

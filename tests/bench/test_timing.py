@@ -1,4 +1,5 @@
-"""Tests of tricks_helpers.bench.timing: measure, compare (rounds, checks, bounds), compare_many.
+"""Tests of tricks_helpers.bench.timing, .pairs, .clock: measure, compare (rounds, checks, bounds),
+compare_many.
 
 How a comparison is judged and printed is tested in test_verdicts.py.
 """
@@ -381,7 +382,7 @@ def test_the_thread_count_is_the_callers_not_what_a_candidate_left(one_thread):
 
 def scripted(monkeypatch, ratios):
     """A compare() whose round i measures baseline 1 ms and trick 1 ms / ratios[i]."""
-    from tricks_helpers.bench import timing
+    from tricks_helpers.bench import pairs
 
     seq = iter(ratios)
 
@@ -394,7 +395,7 @@ def scripted(monkeypatch, ratios):
     def fake_time_once(where, fn, number, dev):
         return 1e-3 if fn is baseline else 1e-3 / next(seq)
 
-    monkeypatch.setattr(timing, "_time_once", fake_time_once)
+    monkeypatch.setattr(pairs, "time_once", fake_time_once)
 
     def run(**kw):
         return bench.compare(
@@ -431,9 +432,9 @@ def test_more_rounds_stop_at_the_budget_and_stay_undecided(monkeypatch):
         run(more_rounds=-1)
     with pytest.raises(ValueError, match="budget_s"):
         run(more_rounds=1, budget_s=0)
-    from tricks_helpers.bench import timing
+    from tricks_helpers.bench import pairs
 
     clock = iter(range(0, 10_000, 100))  # each reading 100 s later: the budget is spent at once
-    monkeypatch.setattr(timing.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(pairs.time, "perf_counter", lambda: float(next(clock)))
     spent = scripted(monkeypatch, [0.8, 1.2] * 50)(more_rounds=10, budget_s=50)
     assert spent.rounds == 6 and spent.verdict == bench.UNDECIDED

@@ -1,4 +1,5 @@
-"""Tests of tricks_helpers.bench.verdicts: intervals, verdicts, the printed lines and tables."""
+"""Tests of tricks_helpers.bench.verdicts and .comparisons: intervals, verdicts, the printed lines
+and tables."""
 
 import math
 import random
@@ -182,7 +183,7 @@ def test_comparison_interval_is_computed_once(monkeypatch):
     c = fake(ratios=(1.2, 1.3, 1.25, 1.22, 1.28, 1.21))
     first = c.interval
     monkeypatch.setattr(
-        bench.verdicts, "median_interval", lambda *a: pytest.fail("interval recomputed")
+        bench.comparisons, "median_interval", lambda *a: pytest.fail("interval recomputed")
     )
     assert c.interval is first and c.verdict == bench.FASTER and "1.2" in c.speedup_text()
 

@@ -118,3 +118,66 @@ def test_a_chapter_without_a_claims_table_fails(monkeypatch):
 def test_roof_upper_bound_flags_a_point_above_its_roof(line, bad):
     found = [{"cell_type": "code", "outputs": [{"output_type": "stream", "text": line}]}]
     assert bool(audit_claims.roof_problems(found)) is bad
+
+
+def code(source: str) -> dict:
+    return {"cell_type": "code", "source": source, "execution_count": None, "outputs": []}
+
+
+def declarations(n: int) -> str:
+    """``n`` claims declared as the old claims cell did, 5 lines each."""
+    return "".join(
+        f"book.add(\n    claims.from_count(\n        'k{i}', 'advice {i}', True, 'counted'\n"
+        "    )\n)\n"
+        for i in range(n)
+    )
+
+
+def test_the_old_shape_a_120_line_claims_cell_fails():
+    """Issue 38: one hidden cell at the end declaring every claim (71-177 lines) is refused."""
+    old = [code("book = claims.Claims('07 · Q')"), code(declarations(24) + "print(book.table())")]
+    assert len(old[1]["source"].splitlines()) == 121
+    problems = audit_claims.claims_size_problems(old)
+    assert problems == [
+        f"cell 1: 120 lines of claim declarations, more than {audit_claims.MAX_CLAIM_LINES}: "
+        "declare each claim in the cell that prints its evidence (rule claims-cell-size)",
+        f"cell 1: the claims table cell is 121 lines, more than {audit_claims.MAX_CLAIM_LINES}: "
+        "it only prints what was declared (rule claims-cell-size)",
+    ]
+
+
+def test_claims_declared_beside_their_evidence_pass():
+    beside = [code("book = claims.Claims('07 · Q')")]
+    beside += [code(f"x = {i}\nprint(x)\n" + declarations(1)) for i in range(24)]
+    beside.append(code("print(book.table())"))
+    assert audit_claims.claims_size_problems(beside) == []
+    bound = audit_claims.MAX_CLAIM_LINES
+    at_bound = [code("book = claims.Claims('x')"), code(declarations(bound // 5))]
+    assert audit_claims.claims_size_problems(at_bound) == []
+    # record() calls count too, and a call on another object (a comparison's record) does not
+    records = "".join(f"book.record('k{i}', 'a', c)\nc.record()\n" for i in range(bound + 1))
+    assert audit_claims.claims_size_problems([code("book = claims.Claims('x')"), code(records)])
+
+
+def test_the_stored_chapters_declare_claims_within_the_bound(repo_root):
+    import json
+
+    from scripts.book.find_notebooks import chapter_notebooks
+
+    for path in chapter_notebooks(repo_root):
+        cells_ = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        assert audit_claims.claims_size_problems(cells_) == [], path.name
+
+
+def test_the_notebook_audit_runs_the_claims_cell_size_rule(tmp_path):
+    import json
+
+    from scripts.audits import notebooks as audit_notebooks
+
+    path = tmp_path / "07_q.ipynb"
+    old = [code("book = claims.Claims('07 · Q')"), code(declarations(24) + "print(book.table())")]
+    for n, cell in enumerate(old, 1):
+        cell["execution_count"] = n
+    path.write_text(json.dumps({"cells": old, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    found = audit_notebooks.audit_notebook(path, chapter_rules=False).problems
+    assert sum("(rule claims-cell-size)" in p for p in found) == 2

@@ -251,6 +251,28 @@ def test_a_survey_on_the_books_machine_never_replaces_the_books_records(tmp_path
     assert "0 of 1 reference verdicts agree" in out
 
 
+def test_a_run_reads_its_results_file_once(tmp_path, monkeypatch):
+    """The runner reads the machine's results file once, before the first chapter: the check,
+    the limits and the merge after the run share what it read (they read it three times)."""
+    import os
+
+    nb = [tmp_path / "book" / "01_a.ipynb", tmp_path / "book" / "02_b.ipynb"]
+    _, (path,) = run_notebooks.run(nb, "book", runner=stub("x"), measure=lambda: LIMITS)
+    real_open, opened = os.open, []
+
+    def counting_open(file, *args, **kwargs):
+        if os.fspath(file) == os.fspath(path):
+            opened.append(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    _, (again,) = run_notebooks.run(nb, "book", runner=stub("y"), measure=lambda: LIMITS)
+    monkeypatch.undo()
+    assert again == path and len(opened) == 1
+    data = machine_records.read_results(path)
+    assert {r["label"] for r in data["records"]} == {"y"} and data["limits"]["probe"]
+
+
 CLAIMS = (
     "from tricks_helpers import claims\n"
     "book = claims.Claims('t')\n"

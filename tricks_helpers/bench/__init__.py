@@ -1,9 +1,12 @@
 """Timing, side-by-side comparisons and their verdicts (introduced in chapter 01).
 
 This face hands on the names of its modules, each name with one home:
-:mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare`, :func:`compare_many`,
-:func:`comparison_from_times`, :func:`device_class`) and :mod:`~tricks_helpers.bench.verdicts`
-(the threshold, the verdict, the printed lines), :mod:`~tricks_helpers.bench.tables` (the
+:mod:`~tricks_helpers.bench.clock` (:func:`device_class`, one synchronised timing),
+:mod:`~tricks_helpers.bench.timing` (:func:`measure`, :func:`compare_many`,
+:func:`comparison_from_times`), :mod:`~tricks_helpers.bench.pairs` (:func:`compare`),
+:mod:`~tricks_helpers.bench.verdicts` (the threshold, the verdict, the number formats),
+:mod:`~tricks_helpers.bench.comparisons` (:class:`Measurement`, :class:`Comparison`,
+:class:`ManyComparison` and their printed lines), :mod:`~tricks_helpers.bench.tables` (the
 book's two tables: :func:`table` of comparisons, :func:`measured_table` of :class:`Measured`
 rows), :mod:`~tricks_helpers.bench.summaries` (:func:`tally`, :func:`time_change_text`) and
 :mod:`~tricks_helpers.bench.intervals` (the interval of a median and its coverage) and
@@ -33,21 +36,18 @@ Guarantees:
   fails only when no attempt reaches the bound.
 """
 
+from tricks_helpers.bench.clock import device_class
+from tricks_helpers.bench.comparisons import Comparison, ManyComparison, Measurement
 from tricks_helpers.bench.intervals import (
     CONFIDENCE,
     coverage_percent,
     interval_coverage,
     median_interval,
 )
+from tricks_helpers.bench.pairs import compare
 from tricks_helpers.bench.summaries import tally, time_change_text
 from tricks_helpers.bench.tables import Measured, measured_table, table
-from tricks_helpers.bench.timing import (
-    compare,
-    compare_many,
-    comparison_from_times,
-    device_class,
-    measure,
-)
+from tricks_helpers.bench.timing import compare_many, comparison_from_times, measure
 from tricks_helpers.bench.verdicts import (
     DECIDED,
     FASTER,
@@ -57,9 +57,6 @@ from tricks_helpers.bench.verdicts import (
     UNDECIDED,
     VERDICT_LINE_RE,
     VERDICTS,
-    Comparison,
-    ManyComparison,
-    Measurement,
     decide,
     explains,
     explanation,

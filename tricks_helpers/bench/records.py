@@ -1,7 +1,7 @@
 """Machine-readable records of comparisons, written beside the printed lines (issues 19, 22).
 
 A record is a plain dict, one per shown comparison, made by :meth:`Comparison.record
-<tricks_helpers.bench.verdicts.Comparison.record>`. Emission never changes what a cell prints:
+<tricks_helpers.bench.comparisons.Comparison.record>`. Emission never changes what a cell prints:
 only when the environment variable :data:`RECORDS_ENV` (``TRICKS_RECORDS``) names a file does
 each shown comparison append its record to that file as one JSON line (:func:`emit`), with the
 chapter named by :data:`CHAPTER_ENV` (``TRICKS_RECORDS_CHAPTER``, set by the runner) or, failing

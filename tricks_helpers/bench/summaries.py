@@ -1,6 +1,6 @@
 """Summaries of comparisons in words: a count of verdicts, a time change.
 
-Each takes :class:`~tricks_helpers.bench.verdicts.Comparison` objects as they are (nothing is
+Each takes :class:`~tricks_helpers.bench.comparisons.Comparison` objects as they are (nothing is
 re-measured). Comparisons side by side are a table: :func:`tricks_helpers.bench.tables.table`.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tricks_helpers._checks import check_type
-from tricks_helpers.bench.verdicts import VERDICTS, Comparison, fmt_measured
+from tricks_helpers.bench.comparisons import Comparison
+from tricks_helpers.bench.verdicts import VERDICTS, fmt_measured
 
 __all__ = ["tally", "time_change_text"]
 

@@ -12,7 +12,7 @@ right-aligned in columns of fixed width, so the repository's sanitize file masks
 digits (and the padding before them) while labels, units, headers and facts stay compared.
 Both live here, on the face of :mod:`tricks_helpers.bench`: a table is how a chapter shows
 what ``bench`` measured, and a :class:`Measured` cell is built from a
-:class:`~tricks_helpers.bench.verdicts.Measurement`.
+:class:`~tricks_helpers.bench.comparisons.Measurement`.
 """
 
 from __future__ import annotations
@@ -22,14 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tricks_helpers._checks import check_bool, check_int, check_number, check_type
+from tricks_helpers.bench.comparisons import Comparison, Measurement
 from tricks_helpers.bench.intervals import coverage_percent
 from tricks_helpers.bench.records import emit, make_record
-from tricks_helpers.bench.verdicts import (
-    Comparison,
-    Measurement,
-    fmt_measured,
-    fmt_time,
-)
+from tricks_helpers.bench.verdicts import fmt_measured, fmt_time
 
 __all__ = ["table", "Measured", "measured_table"]
 

@@ -22,6 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from tricks_helpers._checks import check_number, check_type
+from tricks_helpers.bench.comparisons import Comparison
 from tricks_helpers.bench.verdicts import (
     FASTER,
     NOISE_THRESHOLD,
@@ -29,7 +30,6 @@ from tricks_helpers.bench.verdicts import (
     SLOWER,
     UNDECIDED,
     VERDICTS,
-    Comparison,
     decide,
 )
 from tricks_helpers.charts.fit import fit_inside
