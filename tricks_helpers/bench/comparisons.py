@@ -214,6 +214,7 @@ class ManyComparison:
     device: str
     threads: int
     calls_per_round: int = 1
+    adaptive: bool = False  # rounds were added while a settled pair was UNDECIDED (compare_many)
 
     def measurement(self, name: str) -> Measurement:
         """The :class:`Measurement` of one candidate (seconds per call, over rounds)."""
@@ -267,6 +268,7 @@ class ManyComparison:
             calls_per_round=self.calls_per_round,
             why=check_why("ManyComparison.compare", why),
             predicts=check_predicts("ManyComparison.compare", predicts),
+            adaptive=self.adaptive,
         )
         if show:
             result.show()

@@ -10,6 +10,7 @@ by side is :func:`tricks_helpers.bench.pairs.compare`. Use the names through the
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,8 @@ from tricks_helpers.bench.comparisons import (
     check_predicts,
     check_why,
 )
-from tricks_helpers.bench.verdicts import FASTER
+from tricks_helpers.bench.intervals import median_interval
+from tricks_helpers.bench.verdicts import FASTER, UNDECIDED, decide
 
 __all__ = ["measure", "compare_many", "comparison_from_times"]
 
@@ -118,6 +120,9 @@ def compare_many(
     warmup: int = 1,
     device: str | torch.device,
     seed: int = 0,
+    settle: Sequence[tuple[str, str]] = (),
+    more_rounds: int = 0,
+    budget_s: float = 10.0,
 ) -> ManyComparison:
     """Time several candidates in the same rounds, each round in a new seeded random order.
 
@@ -132,10 +137,20 @@ def compare_many(
         warmup: untimed calls of every candidate before the first round.
         device: where they run.
         seed: seed of the visiting order (the global RNGs are not touched).
+        settle: the ``(baseline, trick)`` pairs whose verdicts the page decides; while one of
+            them is UNDECIDED, whole rounds (every candidate) are added, up to ``more_rounds``,
+            within ``budget_s`` seconds of extra timing; then UNDECIDED it stays. Every
+            comparison of the result then prints its round count and coverage as measured
+            values (``~``), on every run. Empty (the default) adds none.
+        more_rounds: the most rounds added for ``settle`` (> 0 where ``settle`` is given).
+        budget_s: the wall-clock budget of the added rounds (> 0).
 
     Raises:
-        TypeError: on non-callables or non-integer counts.
-        ValueError: on fewer than two candidates or counts out of range.
+        TypeError: on non-callables, non-integer counts or a ``settle`` pair that is not a
+            tuple of two names.
+        ValueError: on fewer than two candidates, counts out of range, ``settle`` without
+            ``more_rounds`` (or the reverse), or a non-positive budget.
+        KeyError: on a ``settle`` name that is no candidate.
         RuntimeError: when the clock does not advance during a timing.
     """
     label = check_label("compare_many", label)
@@ -146,6 +161,7 @@ def compare_many(
         check_callable("compare_many", f"candidates[{name!r}]", fn)
     check_counts("compare_many", rounds, number, warmup)
     check_int("compare_many", "seed", seed, minimum=0)
+    settle = _check_settle(candidates, settle, more_rounds, budget_s)
     dev = device_class(device)
     threads = torch.get_num_threads()  # the caller's setting, before any candidate changes it
     names = list(candidates)
@@ -154,15 +170,63 @@ def compare_many(
             candidates[name]()
     times: dict[str, list[float]] = {n: [] for n in names}
     order_rng = random.Random(seed)
-    for _ in range(rounds):
+
+    def one_round() -> None:
         visit = names[:]
         order_rng.shuffle(visit)
         for name in visit:
             times[name].append(time_once("compare_many", candidates[name], number, dev))
+
+    def unsettled() -> bool:
+        return any(
+            decide(*median_interval([b / t for b, t in zip(times[x], times[y])])) == UNDECIDED
+            for x, y in settle
+        )
+
+    for _ in range(rounds):
+        one_round()
+    if settle:
+        start = time.perf_counter()
+        for _ in range(more_rounds):
+            if not unsettled() or time.perf_counter() - start >= budget_s:
+                break
+            one_round()
     return ManyComparison(
         label=label,
         times={n: tuple(t) for n, t in times.items()},
         device=dev,
         threads=threads,
         calls_per_round=number,
+        adaptive=bool(settle),
     )
+
+
+def _check_settle(
+    candidates: Mapping[str, Any],
+    settle: Sequence[tuple[str, str]],
+    more_rounds: int,
+    budget_s: float,
+) -> tuple[tuple[str, str], ...]:
+    """``settle`` as a tuple of pairs of candidate names, checked with its round budget."""
+    check_int("compare_many", "more_rounds", more_rounds, minimum=0)
+    check_number("compare_many", "budget_s", budget_s, minimum=0.0, strict_minimum=True)
+    pairs = tuple(settle)
+    for pair in pairs:
+        if not (
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        ):
+            raise TypeError(
+                f"compare_many: settle must hold (baseline, trick) tuples of names, got {pair!r}"
+            )
+        for name in pair:
+            if name not in candidates:
+                raise KeyError(
+                    f"compare_many: settle names {name!r}, no candidate; "
+                    f"candidates: {list(candidates)}"
+                )
+    if bool(pairs) != (more_rounds > 0):
+        raise ValueError(
+            "compare_many: settle and more_rounds go together (pairs to decide, and the most "
+            f"rounds to add for them); got {len(pairs)} pair(s) and more_rounds={more_rounds}"
+        )
+    return pairs
