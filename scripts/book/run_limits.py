@@ -51,9 +51,9 @@ def run_limits(
         return new
     out = {**recorded, "matmul": dict(recorded["matmul"]), "where": dict(recorded.get("where", {}))}
     out["bandwidth"] = max(recorded["bandwidth"], new["bandwidth"])
-    for name, rate in new["matmul"].items():
-        if rate > out["matmul"].get(name, 0.0):
-            out["matmul"][name], out["where"][name] = rate, new["where"].get(name, "")
+    for dtype, rate in new["matmul"].items():
+        if rate > out["matmul"].get(dtype, 0.0):
+            out["matmul"][dtype], out["where"][dtype] = rate, new["where"].get(dtype, "")
     out["skipped"] = {k: v for k, v in new["skipped"].items() if k not in out["matmul"]}
     raised = [k for k in ("bandwidth", *out["matmul"]) if _limit(out, k) > _limit(recorded, k)]
     print(f"limits: recorded in {name}; raised by the new probe: {raised or 'none'}")

@@ -187,3 +187,12 @@ def test_a_run_of_some_chapters_hands_the_recorded_set_unprobed(tmp_path, make_l
     assert seen == [10e9, 10e9, 10e9] and len(probes) == 2  # one chapter: the recorded set
     run_notebooks.run(nb, "book", runner=runner, measure=lambda: probes.pop(0))
     assert seen[-2:] == [12e9, 12e9]  # every chapter: probed again, raised
+
+
+def test_the_probe_line_names_the_results_file(capsys, make_limits):
+    """The runner's line names the file the limits are recorded in, whatever the probe raised
+    (a loop over the dtypes once reused the file name's variable: 'recorded in int8')."""
+    old = {"limits": {**RECORDED, "where": {}}}
+    run_limits.run_limits(old, "m.json", measure=lambda: make_limits(bandwidth=99e9))
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("limits: recorded in m.json; raised by the new probe:"), line
