@@ -316,3 +316,21 @@ def test_record_declares_a_claim_beside_its_evidence():
         book.record("k", "x", claims.Trend(1, "e"))
     with pytest.raises(TypeError, match="condition"):
         book.record("k", "x", FAST, condition=3)
+
+
+def test_a_long_measured_trend_is_cut_not_refused():
+    """A trend's evidence is measured text whose length varies with the run's digits (03's
+    container-end-to-end once raised here on a loaded machine): it is cut at the results
+    file's bound with '...', made one line, and a count's evidence is still checked as given."""
+    book = claims.Claims("99 · Test")
+    long = "; ".join(
+        f"UNDECIDED 1.{i:02d}x [0.98-1.21] pipeline: format {i} vs in-memory" for i in range(9)
+    )
+    assert len(long) > 300
+    claim = book.record("long-trend", "no format faster", claims.Trend(None, long + "\n"))
+    assert len(claim.evidence) == 300 and claim.evidence.endswith("...")
+    assert "\n" not in claim.evidence and claim.status == claims.UNDECIDED
+    with pytest.raises(ValueError, match="evidence is .* characters, more than 300"):
+        book.record("long-count", "counted", claims.Count(True, long))
+    with pytest.raises(TypeError, match="evidence"):
+        claims.from_trend("k", "x", True, 3)

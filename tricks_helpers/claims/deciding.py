@@ -17,6 +17,7 @@ from tricks_helpers.bench.comparisons import Comparison
 from tricks_helpers.bench.verdicts import FASTER, NOISE_THRESHOLD, SAME, SLOWER
 from tricks_helpers.bench.verdicts import UNDECIDED as _UNDECIDED_VERDICT
 from tricks_helpers.claims.claim import HELD, NOT_DECIDED, NOT_HELD, UNDECIDED, Claim
+from tricks_helpers.fields import CLAIM, one_line
 
 __all__ = [
     "NOT_SLOWER",
@@ -38,6 +39,12 @@ without lying wholly there. Advice that the speed does not change ("changes no s
 expects SAME, which a FASTER verdict misses."""
 
 EXPECTATIONS = (FASTER, SLOWER, SAME, NOT_SLOWER)
+
+
+def _measured(evidence: str) -> str:
+    """A measured claim's evidence (verdicts with their intervals: its length varies with the
+    run's digits) as one line, cut with ``...`` at the results file's bound, never refused."""
+    return one_line(evidence, CLAIM["evidence"].max_length)
 
 
 def _verdict_text(c: Comparison) -> str:
@@ -137,11 +144,11 @@ def from_verdicts(
     if misses:
         missed = SLOWER if expect == NOT_SLOWER else f"not {expect}"
         evidence = f"{len(misses)} of {len(found)} {missed}: {_listed(misses)}"
-        return Claim(key, advice, condition, NOT_HELD, evidence, measured=True)
+        return Claim(key, advice, condition, NOT_HELD, _measured(evidence), measured=True)
     open_ = [c for c in found if met[id(c)] is None]
     if open_:
         evidence = f"{len(open_)} of {len(found)} UNDECIDED, expected {expect}: {_listed(open_)}"
-        return Claim(key, advice, condition, UNDECIDED, evidence, measured=True)
+        return Claim(key, advice, condition, UNDECIDED, _measured(evidence), measured=True)
     if len(found) == 1:
         evidence = _verdict_text(found[0])
         if expect == NOT_SLOWER and found[0].verdict not in (SAME, FASTER):
@@ -149,7 +156,7 @@ def from_verdicts(
             evidence = f"not SLOWER (interval >= {1 / NOISE_THRESHOLD:.2f}): {evidence}"
     else:
         evidence = f"{len(found)} of {len(found)} {expect}"
-    return Claim(key, advice, condition, HELD, evidence, measured=True)
+    return Claim(key, advice, condition, HELD, _measured(evidence), measured=True)
 
 
 def from_count(
@@ -186,12 +193,15 @@ def from_trend(
     Args:
         holds: whether the trend agrees with the advice; None when this run's verdicts do
             not decide the trend (an UNDECIDED verdict among them): the claim is UNDECIDED.
-        evidence: the verdicts the trend was read from, with their intervals.
+        evidence: the verdicts the trend was read from, with their intervals. It is measured
+            text whose length varies from run to run (digits, interval widths): made one line
+            and cut with ``...`` at the results file's bound, so a long run never fails here.
     """
     if holds is not None:
         check_bool("from_trend", "holds", holds)
+    check_type("from_trend", "evidence", evidence, str)
     status = UNDECIDED if holds is None else (HELD if holds else NOT_HELD)
-    return Claim(key, advice, condition, status, evidence, measured=True)
+    return Claim(key, advice, condition, status, _measured(evidence), measured=True)
 
 
 @dataclass(frozen=True)
